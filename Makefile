@@ -1,0 +1,30 @@
+# `make test` and `make demo` are the two set-up commands: both create .venv if missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test test-fast demo bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): $(PY) setup.cfg pyproject.toml
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not spark and not slow"
+
+demo: $(STAMP)
+	$(VENV)/bin/sparkwax demo
+
+bench: $(STAMP)
+	$(PY) benchmarks/offline.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

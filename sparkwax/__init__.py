@@ -1,0 +1,33 @@
+"""sparkwax: Bytewax-style per-key stateful logic, tested offline, run on Spark.
+
+>>> import sparkwax as sw
+>>> sw.RETAIN, sw.DISCARD
+(False, True)
+
+The Spark entry points (``stateful``, ``stateful_batch``, ``local_session``)
+import pyspark on first use, so ``import sparkwax`` works without it.
+"""
+
+from .errors import (BuilderError, CallbackError, ConfigError, InputError, LogicError,
+                     NotifyAtError, ReturnValueError, SnapshotError, SparkwaxError)
+from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
+from .timers import EventTime, ProcessingTime
+
+__version__ = "0.1.0"
+
+_ENGINE_NAMES = ("local_session", "stateful", "stateful_batch")
+
+__all__ = sorted([
+    "Builder", "BuilderError", "CallbackError", "ConfigError", "DISCARD", "EventTime",
+    "InputError", "LogicError", "NotifyAtError", "ProcessingTime", "RETAIN",
+    "ReturnValueError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
+    "StatefulLogic", *_ENGINE_NAMES,
+])
+
+
+def __getattr__(name):
+    if name in _ENGINE_NAMES:
+        from . import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'sparkwax' has no attribute {name!r}")

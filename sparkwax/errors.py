@@ -1,0 +1,93 @@
+"""The exception hierarchy: everything sparkwax raises derives from SparkwaxError.
+
+Errors about one key's logic carry the step id, the key, the callback and the
+offending value, both as attributes and in the message:
+
+>>> err = ReturnValueError("counts", "alice", "on_item", 42, "expected a 2-tuple")
+>>> str(err)
+"step 'counts', key 'alice', on_item: expected a 2-tuple (got 42)"
+>>> isinstance(err, SparkwaxError)
+True
+"""
+
+from __future__ import annotations
+
+import reprlib
+
+_short = reprlib.Repr()
+_short.maxstring = 120
+_short.maxother = 120
+_short.maxlist = 8
+_short.maxdict = 8
+
+
+def short_repr(value: object) -> str:
+    """repr() cut to a readable length, for error messages."""
+    try:
+        return _short.repr(value)
+    except Exception:  # a broken __repr__ must not hide the real error
+        return f"<{type(value).__name__} with a failing __repr__>"
+
+
+_MISSING = object()
+
+
+class SparkwaxError(Exception):
+    """Root of every exception sparkwax raises."""
+
+
+class LogicError(SparkwaxError):
+    """Something went wrong in one step for one key.
+
+    Attributes: ``step_id``, ``key``, ``callback`` (the method or phase, such as
+    ``"on_item"`` or ``"snapshot"``), ``value`` (the offending value, if any)
+    and ``reason``.
+    """
+
+    def __init__(self, step_id, key, callback, value=_MISSING, reason=""):
+        self.step_id = step_id
+        self.key = key
+        self.callback = callback
+        self.value = None if value is _MISSING else value
+        self.reason = reason
+        where = f"step {step_id!r}, key {short_repr(key)}, {callback}"
+        shown = "" if value is _MISSING else f" (got {short_repr(value)})"
+        super().__init__(f"{where}: {reason}{shown}")
+
+    def __reduce__(self):  # keep attributes when Spark ships the error around
+        return (_rebuild, (type(self), self.__dict__, str(self)))
+
+
+def _rebuild(cls, attrs, message):
+    err = cls.__new__(cls)
+    err.__dict__.update(attrs)
+    Exception.__init__(err, message)
+    return err
+
+
+class CallbackError(LogicError):
+    """A user callback (on_item, on_notify, ...) raised; the cause is chained."""
+
+
+class BuilderError(LogicError):
+    """The builder raised, or returned something that is not a logic object."""
+
+
+class ReturnValueError(LogicError):
+    """A callback returned something other than ``(emits, discard)``."""
+
+
+class NotifyAtError(LogicError):
+    """``notify_at()`` returned something other than None or an aware datetime."""
+
+
+class SnapshotError(LogicError):
+    """A snapshot could not be encoded, or stored bytes could not be decoded."""
+
+
+class InputError(LogicError):
+    """A bad input row: a null key, a missing or naive event time..."""
+
+
+class ConfigError(SparkwaxError):
+    """A bad argument to a sparkwax function (time mode, order_by, schema...)."""

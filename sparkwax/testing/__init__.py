@@ -1,0 +1,26 @@
+"""Offline testing: run a logic in-process with Spark's semantics.
+
+>>> from sparkwax.testing import Batch, Eof, run
+>>> from sparkwax.testing.reference import Counter
+>>> run(Counter, [Batch([("a", 1), ("a", 2)]), Eof()]).by_key
+{'a': [1, 2]}
+
+``check_logic`` and ``strategies`` need hypothesis (``pip install
+sparkwax[test]``); they load on first use.
+"""
+
+from .runner import RunResult, Runner, run, run_bounded
+from .script import Batch, Crash, Eof, Script, Step, Tick, describe
+
+__all__ = sorted([
+    "Batch", "Crash", "Eof", "RunResult", "Runner", "Script", "Step", "Tick",
+    "check_logic", "describe", "run", "run_bounded",
+])
+
+
+def __getattr__(name):
+    if name == "check_logic":
+        from .strategies.check import check_logic
+
+        return check_logic
+    raise AttributeError(f"module 'sparkwax.testing' has no attribute {name!r}")

@@ -1,0 +1,123 @@
+"""Reference logics, importable by tests, docs and Spark workers.
+
+>>> from sparkwax.testing import Batch, run
+>>> run(Counter, [Batch([("k", "a"), ("k", "b")])]).by_key
+{'k': [1, 2]}
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, List, Optional, Tuple
+
+from ..logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic
+
+
+class Counter(StatefulLogic):
+    """Emits the running count of values per key; never discards."""
+
+    def __init__(self, resume: Optional[int] = None):
+        self.count = resume or 0
+
+    def on_item(self, value):
+        self.count += 1
+        return [self.count], RETAIN
+
+    def snapshot(self):
+        return self.count
+
+
+class BatchCounter(StatefulBatchLogic):
+    """Emits the running count once per activation."""
+
+    def __init__(self, resume: Optional[int] = None):
+        self.count = resume or 0
+
+    def on_batch(self, values):
+        self.count += len(values)
+        return [self.count], RETAIN
+
+    def snapshot(self):
+        return self.count
+
+
+class TransitionRecorder(StatefulLogic):
+    """Records every callback, driven by commands in the values.
+
+    A value is a dict; ``value["emit"]`` (default: the value's ``"id"``) is
+    emitted as ``("item", id, generation)``; ``value.get("discard")`` returns
+    DISCARD; ``value.get("notify")`` (an aware datetime, or None to cancel)
+    sets the timer; ``notify_discard`` / ``eof_discard`` in a value decide what
+    the next on_notify / on_eof return. ``generation`` counts rebuilds from
+    scratch, so a fresh ``builder(None)`` is visible in the output.
+    """
+
+    def __init__(self, resume: Optional[dict] = None):
+        state = dict(resume) if resume else {}
+        self.generation = state.get("generation", 0) + (0 if resume else 1)
+        self.seen: List[Any] = list(state.get("seen", []))
+        self.notify: Optional[datetime] = state.get("notify")
+        self.notify_discard = state.get("notify_discard", False)
+        self.eof_discard = state.get("eof_discard", False)
+        self.restores = state.get("restores", -1) + 1
+
+    def on_item(self, value):
+        ident = value.get("id")
+        self.seen.append(ident)
+        if "notify" in value:
+            self.notify = value["notify"]
+        self.notify_discard = value.get("notify_discard", self.notify_discard)
+        self.eof_discard = value.get("eof_discard", self.eof_discard)
+        return [("item", ident, self.generation)], bool(value.get("discard", False))
+
+    def on_notify(self):
+        fired, self.notify = self.notify, None
+        return [("notify", fired, self.generation)], self.notify_discard
+
+    def on_eof(self):
+        return [("eof", tuple(self.seen), self.generation)], self.eof_discard
+
+    def notify_at(self):
+        return self.notify
+
+    def snapshot(self):
+        return {"generation": self.generation, "seen": list(self.seen), "notify": self.notify,
+                "notify_discard": self.notify_discard, "eof_discard": self.eof_discard,
+                "restores": self.restores}
+
+
+class SessionTracker(StatefulLogic):
+    """Event-time sessions: values are dicts with a ``ts`` (aware datetime);
+    a session closes ``gap`` after its last event (timer) or at EOF and emits
+    ``{"start", "end", "events"}``, then discards the key."""
+
+    gap = timedelta(minutes=30)
+
+    def __init__(self, resume: Optional[Tuple[datetime, datetime, int]] = None):
+        self.start, self.last, self.events = resume or (None, None, 0)
+
+    def on_item(self, value):
+        ts = value["ts"]
+        if self.last is not None and ts - self.last > self.gap:
+            closed = self._summary()
+            self.start, self.last, self.events = ts, ts, 1
+            return [closed], RETAIN
+        self.start = self.start or ts
+        self.last = max(self.last, ts) if self.last else ts
+        self.events += 1
+        return [], RETAIN
+
+    def notify_at(self):
+        return None if self.last is None else self.last + self.gap
+
+    def on_notify(self):
+        return [self._summary()], DISCARD
+
+    def on_eof(self):
+        return [self._summary()], DISCARD
+
+    def snapshot(self):
+        return (self.start, self.last, self.events)
+
+    def _summary(self):
+        return {"start": self.start, "end": self.last, "events": self.events}

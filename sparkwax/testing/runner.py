@@ -1,0 +1,313 @@
+"""The offline runner: a key-partitioned streaming query, simulated in-process.
+
+It drives the same ``sparkwax._driver.Driver`` as the Spark engine, mirrors
+how Spark schedules activations (keys with data, keys whose timeout fired,
+watermarks from earlier batches, a trailing no-data batch) and processes keys
+in sorted order so runs are reproducible.
+
+>>> from sparkwax.testing import Batch, Crash, Eof, run
+>>> from sparkwax.testing.reference import Counter
+>>> result = run(Counter, [Batch([("a", "x"), ("b", "y")]), Crash(), Batch([("a", "z")]), Eof()])
+>>> result.by_key
+{'a': [1, 2], 'b': [1]}
+>>> result.snapshots, result.live_keys
+({'a': 2, 'b': 1}, 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .. import recovery
+from .._driver import Driver
+from ..errors import ConfigError, InputError
+from ..timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout,
+                      host_timeout_fired, require_aware, to_epoch_ms, to_epoch_us)
+from .script import Batch, Crash, Eof, Step, Tick
+
+RESTORE_MODES = ("always", "on_crash")
+
+
+@dataclass
+class RunResult:
+    """What a run produced."""
+
+    outputs: List[Tuple[Any, Any]] = field(default_factory=list)  # (key, value), emission order
+    snapshots: Dict[Any, Any] = field(default_factory=dict)      # key -> last committed snapshot
+    timers: Dict[Any, datetime] = field(default_factory=dict)    # key -> next notify_at (UTC)
+    late: int = 0                                                # values dropped as late
+    activations: int = 0
+
+    @property
+    def by_key(self) -> Dict[Any, List[Any]]:
+        """Outputs grouped per key, each list in emission order."""
+        grouped: Dict[Any, List[Any]] = {}
+        for key, value in self.outputs:
+            grouped.setdefault(key, []).append(value)
+        return grouped
+
+    @property
+    def live_keys(self) -> int:
+        """Keys holding state at the end of the run."""
+        return len(self.snapshots)
+
+
+class Runner:
+    """Run a step offline, batch by batch.
+
+    ``restore="always"`` (default) restores every key from its encoded
+    snapshot at every activation, exactly as on Spark; ``"on_crash"`` keeps
+    live objects between batches like a long-running Bytewax worker and
+    restores only after ``crash()`` (faster; ``check_logic`` compares both).
+    """
+
+    def __init__(self, builder: Callable, *, time=None, batch: bool = False, order_by=None,
+                 step_id: str = "stateful", restore: str = "always"):
+        if restore not in RESTORE_MODES:
+            raise ConfigError(f"restore must be one of {RESTORE_MODES}, got {restore!r}")
+        self.time = time if time is not None else ProcessingTime()
+        if not isinstance(self.time, (ProcessingTime, EventTime)):
+            raise ConfigError(f"time must be ProcessingTime() or EventTime(...), got {time!r}")
+        self.driver = Driver(builder, step_id=step_id, batch=batch)
+        self.step_id = step_id
+        self.sort_values = value_sorter(order_by, self.time)
+        self.restore = restore
+        self.now_ms = 0                 # processing time, or the watermark
+        self.max_event_ms: Optional[int] = None
+        self.blobs: Dict[Any, bytes] = {}        # committed snapshots
+        self.live: Dict[Any, Any] = {}           # live logic objects (restore="on_crash")
+        self.timers: Dict[Any, int] = {}         # key -> next notify_at (ms)
+        self.timeouts: Dict[Any, int] = {}       # key -> what Spark would have armed
+        self.result = RunResult()
+        self._pending_tick = False
+
+    # -- steps ----------------------------------------------------------------
+
+    def run(self, script: Sequence[Step]) -> RunResult:
+        for step in script:
+            self.step(step)
+        return self.finish()
+
+    def step(self, step: Step) -> None:
+        if isinstance(step, Batch):
+            self.batch(step.items, now=step.now)
+        elif isinstance(step, Tick):
+            self.tick(now=step.now)
+        elif isinstance(step, Crash):
+            self.crash()
+        elif isinstance(step, Eof):
+            self.eof()
+        else:
+            raise ConfigError(f"not a script step: {step!r} (use Batch, Tick, Crash or Eof)")
+
+    def batch(self, items: Sequence[Tuple[Any, Any]], now: Optional[datetime] = None) -> None:
+        """A micro-batch with data."""
+        self._set_now(now)
+        groups: Dict[Any, List[Any]] = {}
+        for pair in items:
+            if type(pair) is not tuple or len(pair) != 2:
+                raise InputError(self.step_id, None, "input", pair,
+                                 "script items must be (key, value) pairs")
+            group = groups.get(pair[0])
+            if group is None:
+                groups[pair[0]] = [pair[1]]
+            else:
+                group.append(pair[1])
+        due = [k for k, t in self.timeouts.items() if k not in groups
+               and host_timeout_fired(t, self.now_ms)]
+        for key in sorted_keys(list(groups) + due):
+            self._activate(key, groups.get(key, ()))
+        self._advance_watermark(groups)
+
+    def tick(self, now: Optional[datetime] = None) -> None:
+        """A micro-batch without data: only keys whose timeout fired run."""
+        self._set_now(now)
+        self._pending_tick = False
+        for key in sorted_keys([k for k, t in self.timeouts.items()
+                                if host_timeout_fired(t, self.now_ms)]):
+            self._activate(key, ())
+
+    def crash(self) -> None:
+        """Drop every live object; keys restore from their committed snapshots."""
+        for key, logic in self.live.items():
+            self.blobs[key] = recovery.encode(self.driver.snapshot(key, logic),
+                                              step_id=self.step_id, key=key)
+        self.live.clear()
+
+    def eof(self) -> None:
+        """End of input: a trailing no-data batch if time moved, then on_eof per key."""
+        self._flush_tick()
+        for key in sorted_keys(list(self.blobs) + list(self.live)):
+            self._activate(key, (), eof=True)
+
+    def finish(self) -> RunResult:
+        """The result so far (runs the trailing no-data batch Spark would run)."""
+        self._flush_tick()
+        result = self.result
+        result.snapshots = {}
+        for key in sorted_keys(list(self.blobs) + list(self.live)):
+            if key in self.live:
+                result.snapshots[key] = self.driver.snapshot(key, self.live[key])
+            else:
+                result.snapshots[key] = recovery.decode(self.blobs[key], step_id=self.step_id,
+                                                        key=key)
+        result.timers = {k: from_epoch_ms(t) for k, t in self.timers.items()}
+        return result
+
+    # -- internals ------------------------------------------------------------
+
+    def _activate(self, key, values: Sequence, eof: bool = False) -> None:
+        values = self.sort_values(values) if len(values) > 1 else values
+        event_times = self._event_times(key, values)
+        if self.restore == "always":
+            act = self.driver.activate(key, self.blobs.get(key), values, self.now_ms,
+                                       eof=eof, event_times=event_times)
+            if act.state is None:
+                self.blobs.pop(key, None)
+            else:
+                self.blobs[key] = act.state
+            emits, late, timer = act.emits, act.late, act.timer
+        else:
+            logic = self.live.pop(key, None)
+            if logic is None and key in self.blobs:
+                logic = self.driver.restore(key, self.blobs.pop(key))
+            logic, emits, late, _ = self.driver.run(key, logic, values, self.now_ms, eof=eof,
+                                                    event_times=event_times)
+            timer = None
+            if logic is not None:
+                self.live[key] = logic
+                timer = self.driver.next_timer(key, logic)
+        self._set_timer(key, timer)
+        self.result.outputs.extend([(key, value) for value in emits])
+        self.result.late += late
+        self.result.activations += 1
+
+    def _set_timer(self, key, timer: Optional[int]) -> None:
+        if timer is None:
+            self.timers.pop(key, None)
+            self.timeouts.pop(key, None)
+        else:
+            self.timers[key] = timer
+            self.timeouts[key] = host_timeout(self.time.kind, timer, self.now_ms)
+
+    def _event_times(self, key, values: Sequence) -> Optional[List[int]]:
+        if not isinstance(self.time, EventTime):
+            return None
+        return [event_time_us(self.step_id, key, value, self.time.column) for value in values]
+
+    def _set_now(self, now: Optional[datetime]) -> None:
+        if isinstance(self.time, EventTime):
+            if now is not None:
+                raise ConfigError("in EventTime mode `now` is the watermark, computed from "
+                                  "the items; do not pass now=")
+            return
+        if now is not None:
+            try:
+                moment = require_aware(now)
+            except (TypeError, ValueError) as error:
+                raise ConfigError(f"now= must be an aware datetime: {error} ({now!r})") from None
+            self.now_ms = to_epoch_ms(moment)
+
+    def _advance_watermark(self, groups: Dict[Any, List[Any]]) -> None:
+        if not isinstance(self.time, EventTime):
+            return
+        column = self.time.column
+        for key, values in groups.items():
+            for value in values:
+                ms = event_time_us(self.step_id, key, value, column) // 1000
+                if self.max_event_ms is None or ms > self.max_event_ms:
+                    self.max_event_ms = ms
+        if self.max_event_ms is not None:
+            watermark = max(self.max_event_ms - self.time.delay_ms, self.now_ms)
+            if watermark > self.now_ms:
+                self.now_ms = watermark
+                self._pending_tick = True
+
+    def _flush_tick(self) -> None:
+        if self._pending_tick:
+            self.tick()
+
+
+def run(builder: Callable, script: Sequence[Step], **options) -> RunResult:
+    """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic.
+
+    Options: ``time``, ``batch``, ``order_by``, ``step_id``, ``restore`` (see Runner).
+    """
+    return Runner(builder, **options).run(script)
+
+
+def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=None,
+                batch: bool = False, order_by=None, step_id: str = "stateful") -> RunResult:
+    """What the Spark engine does with a bounded (batch) DataFrame: each key's
+    items as one ordered sequence (watermark per key, item by item, in
+    EventTime mode), then ``on_eof``."""
+    time = time if time is not None else ProcessingTime()
+    driver = Driver(builder, step_id=step_id, batch=batch)
+    sort_values = value_sorter(order_by, time)
+    groups: Dict[Any, List[Any]] = {}
+    for key, value in items:
+        groups.setdefault(key, []).append(value)
+    result = RunResult()
+    for key in sorted_keys(list(groups)):
+        values = sort_values(groups[key])
+        if isinstance(time, EventTime):
+            times = [event_time_us(step_id, key, v, time.column) for v in values]
+            act = driver.activate_bounded(key, values, event_times=times, delay_ms=time.delay_ms)
+        else:
+            act = driver.activate_bounded(key, values)
+        result.outputs.extend([(key, value) for value in act.emits])
+        result.late += act.late
+        result.activations += 1
+        if act.state is not None:
+            result.snapshots[key] = act.snapshot
+            if act.timer is not None:
+                result.timers[key] = from_epoch_ms(act.timer)
+    return result
+
+
+def event_time_us(step_id: str, key, value, column: str) -> int:
+    """The event time of an offline value (``value[column]``, an aware datetime)."""
+    try:
+        moment = value[column]
+    except (KeyError, TypeError, IndexError):
+        raise InputError(step_id, key, "event time", value,
+                         f"EventTime({column!r}) needs each value to be a mapping with "
+                         f"a {column!r} field") from None
+    try:
+        return to_epoch_us(require_aware(moment))
+    except (TypeError, ValueError) as error:
+        raise InputError(step_id, key, "event time", moment,
+                         f"the event time column {column!r} must hold aware datetimes: "
+                         f"{error}") from None
+
+
+def value_sorter(order_by, time) -> Callable[[Sequence], Sequence]:
+    """How values of one key are ordered within an activation: by ``order_by``
+    (a field name, a list of them, or a callable), by default the event-time
+    field in EventTime mode, else arrival order. Stable; None sorts first."""
+    if order_by is None and isinstance(time, EventTime):
+        order_by = time.column
+    if order_by is None:
+        return lambda values: values
+    if callable(order_by):
+        return lambda values: sorted(values, key=order_by)
+    columns = [order_by] if isinstance(order_by, str) else list(order_by)
+    if not columns or not all(isinstance(c, str) for c in columns):
+        raise ConfigError(f"order_by must name fields, got {order_by!r}")
+
+    def sort_key(value):
+        return tuple((value[c] is not None, value[c]) for c in columns)
+
+    return lambda values: sorted(values, key=sort_key)
+
+
+def sorted_keys(keys: List[Any]) -> List[Any]:
+    """Unique keys in sorted order (by repr when the keys are not comparable)."""
+    unique = list(dict.fromkeys(keys))
+    try:
+        return sorted(unique)
+    except TypeError:
+        return sorted(unique, key=lambda k: (type(k).__name__, repr(k)))
+

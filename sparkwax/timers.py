@@ -1,0 +1,178 @@
+"""Time modes and the timer rules shared by every host.
+
+Times inside sparkwax are epoch milliseconds (``int``), like Spark's
+``GroupState``; logic sees timezone-aware UTC datetimes.
+
+>>> from datetime import datetime, timezone, timedelta
+>>> t = datetime(2024, 1, 1, 12, 0, 0, 500, tzinfo=timezone.utc)
+>>> ms = timer_ms(t)           # rounded *up*: due means notify_at <= now
+>>> ms - to_epoch_ms(datetime(2024, 1, 1, 12, tzinfo=timezone.utc))
+1
+>>> is_due(ms, now_ms=ms), is_due(ms, now_ms=ms - 1)
+(True, False)
+>>> EventTime("ts", watermark="10 minutes").delay_ms
+600000
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Optional, Union
+
+from .errors import ConfigError
+
+UTC = timezone.utc
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True)
+class ProcessingTime:
+    """``now`` is the micro-batch's processing time (wall clock on Spark).
+
+    On Spark this maps to ``GroupStateTimeout.ProcessingTimeTimeout``; start
+    the query with a processing-time trigger, or no-data batches run back to
+    back.
+    """
+
+    kind = "processing"
+
+
+@dataclass(frozen=True)
+class EventTime:
+    """``now`` is the watermark: max event time seen in earlier batches minus
+    ``watermark`` (a Spark interval string such as ``"10 minutes"``, or a
+    ``timedelta``). Rows at or behind the watermark are late and dropped.
+    """
+
+    column: str
+    watermark: Union[str, timedelta] = "0 seconds"
+    delay_ms: int = field(init=False, repr=False, compare=False)
+
+    kind = "event"
+
+    def __post_init__(self):
+        if not isinstance(self.column, str) or not self.column:
+            raise ConfigError(f"EventTime needs a column name, got {self.column!r}")
+        object.__setattr__(self, "delay_ms", duration_ms(self.watermark))
+
+    @property
+    def spark_delay(self) -> str:
+        """The delay as an interval string for ``DataFrame.withWatermark``."""
+        return f"{self.delay_ms} milliseconds"
+
+
+TimeMode = Union[ProcessingTime, EventTime]
+
+_UNITS_MS = {
+    "millisecond": 1, "ms": 1, "second": 1000, "sec": 1000, "s": 1000,
+    "minute": 60_000, "min": 60_000, "m": 60_000, "hour": 3_600_000, "h": 3_600_000,
+    "day": 86_400_000, "d": 86_400_000, "week": 7 * 86_400_000,
+}
+_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+?)s?\s*(?=\d|$)")
+
+
+def duration_ms(value: Union[str, timedelta, int]) -> int:
+    """Parse ``"10 minutes"``, ``"1 hour 30 minutes"``, ``"500 ms"`` or a timedelta.
+
+    >>> duration_ms("1 hour 30 minutes"), duration_ms(timedelta(seconds=2))
+    (5400000, 2000)
+    """
+    if isinstance(value, timedelta):
+        ms = value / _ONE_MS
+    elif isinstance(value, str):
+        text = value.strip().lower()
+        if text.startswith("interval "):
+            text = text[len("interval "):]
+        parts = _PART.findall(text)
+        if not parts or _PART.sub("", text).strip():
+            raise ConfigError(f"cannot read duration {value!r}; use e.g. '10 minutes'")
+        ms = 0.0
+        for number, unit in parts:
+            if unit not in _UNITS_MS:
+                raise ConfigError(f"unknown unit {unit!r} in duration {value!r}")
+            ms += float(number) * _UNITS_MS[unit]
+    else:
+        raise ConfigError(f"a duration must be a string or timedelta, got {value!r}")
+    if ms < 0 or ms != int(ms):
+        raise ConfigError(f"duration {value!r} must be a whole, non-negative number of ms")
+    return int(ms)
+
+
+def to_epoch_ms(moment: datetime) -> int:
+    """Aware datetime -> epoch ms, rounded down (how Spark tracks event time)."""
+    delta = moment - EPOCH
+    return (delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds) // 1000
+
+
+def to_epoch_us(moment: datetime) -> int:
+    """Aware datetime -> epoch microseconds (Spark's timestamp precision)."""
+    delta = moment - EPOCH
+    return delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
+
+
+def timer_ms(moment: datetime) -> int:
+    """Aware datetime -> epoch ms, rounded up, so ``timer_ms <= now_ms`` exactly
+    when ``moment <= now``."""
+    delta = moment - EPOCH
+    micros = delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
+    return -((-micros) // 1000)
+
+
+def from_epoch_ms(ms: int) -> datetime:
+    """Epoch ms -> aware UTC datetime."""
+    return EPOCH + timedelta(milliseconds=ms)
+
+
+def is_due(timer: Optional[int], now_ms: Optional[int]) -> bool:
+    """A timer is due when its time is at or before ``now``."""
+    return timer is not None and now_ms is not None and timer <= now_ms
+
+
+# --- what a host (Spark or the offline runner) arms between activations ---
+#
+# Spark fires a group's timeout when ``timeout < threshold`` (watermark or
+# batch time), strictly, and refuses event-time timeouts below the watermark.
+# Arming ``timer - 1`` makes Spark wake the key exactly when the timer is due;
+# a timer still due at commit is armed at ``now`` so it fires at the next
+# activation (time must move first), never in a loop.
+
+
+def host_timeout_ms(timer: int, now_ms: int) -> int:
+    """The absolute timeout a host arms for a retained key's next timer."""
+    return max(timer - 1, now_ms)
+
+
+def host_timeout(kind: str, timer: int, now_ms: int) -> int:
+    """The absolute timeout a host arms, per time mode ("event"/"processing")."""
+    if kind == "processing":
+        return now_ms + processing_timeout_duration_ms(timer, now_ms)
+    return host_timeout_ms(timer, now_ms)
+
+
+def processing_timeout_duration_ms(timer: int, now_ms: int) -> int:
+    """``setTimeoutDuration`` argument for ProcessingTimeTimeout (must be > 0)."""
+    return max(timer - 1 - now_ms, 1)
+
+
+def host_timeout_fired(timeout: Optional[int], now_ms: int) -> bool:
+    """Spark's rule for waking a key without data: ``timeout < now``."""
+    return timeout is not None and timeout < now_ms
+
+
+def require_aware(moment: object) -> datetime:
+    """Return ``moment`` converted to UTC, or raise TypeError/ValueError."""
+    if not isinstance(moment, datetime):
+        raise TypeError("expected a datetime")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("naive datetime; use an aware one, e.g. tzinfo=timezone.utc")
+    return moment.astimezone(UTC)
+
+
+__all__ = [
+    "EPOCH", "EventTime", "ProcessingTime", "TimeMode", "UTC", "duration_ms",
+    "from_epoch_ms", "host_timeout", "host_timeout_fired", "host_timeout_ms", "is_due",
+    "processing_timeout_duration_ms", "require_aware", "timer_ms", "to_epoch_ms", "to_epoch_us",
+]
