@@ -142,7 +142,7 @@ def is_due(timer: Optional[int], now_ms: Optional[int]) -> bool:
 
 def host_timeout_ms(timer: int, now_ms: int) -> int:
     """The absolute timeout a host arms for a retained key's next timer."""
-    return max(timer - 1, now_ms)
+    return max(timer - 1, now_ms, 1)  # Spark also refuses timestamps <= 0
 
 
 def host_timeout(kind: str, timer: int, now_ms: int) -> int:

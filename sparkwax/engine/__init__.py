@@ -1,0 +1,14 @@
+"""The Spark host: the only package that imports pyspark.
+
+>>> import sparkwax as sw                                          # doctest: +SKIP
+>>> out = sw.stateful(events, key="user", builder=Session,         # doctest: +SKIP
+...                   output_schema="start timestamp, end timestamp, events long",
+...                   time=sw.EventTime("ts", watermark="10 minutes"))
+"""
+
+from .outputs import SchemaError
+from .plan import STATE_SCHEMA, stateful, stateful_batch
+from .session import STATE_STORES, local_session
+
+__all__ = ["STATE_SCHEMA", "STATE_STORES", "SchemaError", "local_session", "stateful",
+           "stateful_batch"]

@@ -1,0 +1,85 @@
+"""Pandas frames in, values out (and the event times), for one group.
+
+Spark hands a group's rows as pandas frames: integer columns with nulls come
+as floats, timestamps as naive session-local values. The plan (see
+``plan.py``) sends every timestamp column as epoch microseconds, so here they
+become aware UTC datetimes whatever the session time zone is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+from ..timers import EPOCH
+
+INTEGER, TIMESTAMP, OTHER = "integer", "timestamp", "other"
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    """Which frame columns make a value, and how to convert each."""
+
+    names: Tuple[str, ...]           # value field names, in order
+    sources: Tuple[str, ...]         # the frame column each value field is read from
+    kinds: Tuple[str, ...]           # INTEGER / TIMESTAMP / OTHER per column
+    scalar: bool                     # value= one column: hand the scalar
+    order_by: Tuple[str, ...]        # sort columns (frame names)
+    event_column: Optional[str]      # frame column with event time in µs (EventTime mode)
+
+
+def group_frame(frames) -> pd.DataFrame:
+    """One frame for the group (Spark may cut a group into several chunks)."""
+    first = next(frames, None)
+    if first is None:
+        return pd.DataFrame()
+    second = next(frames, None)
+    if second is None:
+        return first
+    return pd.concat([first, second, *frames], ignore_index=True)
+
+
+def values_and_times(frame: pd.DataFrame, layout: InputLayout
+                     ) -> Tuple[Sequence[Any], Optional[List[int]]]:
+    """The values handed to the logic, in order, and their event times (µs)."""
+    if len(frame) == 0:
+        return (), ([] if layout.event_column else None)
+    if layout.order_by and len(frame) > 1:
+        frame = frame.sort_values(list(layout.order_by), kind="stable", na_position="first")
+    columns = [_column(frame[source], kind) for source, kind in zip(layout.sources, layout.kinds)]
+    if layout.scalar:
+        values = columns[0]
+    else:
+        names = layout.names
+        values = [dict(zip(names, row)) for row in zip(*columns)]
+    times = None
+    if layout.event_column is not None:
+        times = frame[layout.event_column].to_numpy(dtype=np.int64, na_value=np.iinfo(
+            np.int64).min).tolist()
+    return values, times
+
+
+def _column(series: pd.Series, kind: str) -> list:
+    if kind == INTEGER:
+        if series.dtype.kind == "f":
+            return [None if x != x else int(x) for x in series.tolist()]
+        return series.tolist()
+    if kind == TIMESTAMP:
+        micros = series.tolist()
+        return [None if (x is None or x != x) else EPOCH + timedelta(microseconds=int(x))
+                for x in micros]
+    if series.dtype == object:
+        return series.tolist()
+    if series.dtype.kind == "f" and series.hasnans:
+        return [None if x != x else x for x in series.tolist()]
+    return series.tolist()
+
+
+def plain_key(key_values: Tuple[Any, ...], single: bool):
+    """Spark's key tuple as plain Python values (a scalar for one key column)."""
+    plain = tuple(v.item() if isinstance(v, np.generic) else v for v in key_values)
+    return plain[0] if single else plain

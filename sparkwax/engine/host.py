@@ -1,0 +1,84 @@
+"""The functions Spark runs per group; they translate and call the driver.
+
+``StreamingHost`` is the ``applyInPandasWithState`` function (one key per
+call, state row ``(snapshot binary, timer long)``); ``BoundedHost`` is the
+``applyInPandas`` function for bounded DataFrames.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional, Tuple
+
+import pandas as pd
+
+from .._driver import Driver
+from ..timers import host_timeout_ms, processing_timeout_duration_ms
+from .columns import InputLayout, group_frame, plain_key, values_and_times
+from .outputs import OutputBuilder
+
+NO_TIMEOUT, PROCESSING, EVENT = "NoTimeout", "ProcessingTimeTimeout", "EventTimeTimeout"
+
+
+class StreamingHost:
+    """One activation per call: restore, timer, items, commit, outputs."""
+
+    def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
+                 timeout: str, single_key: bool):
+        self.driver = driver
+        self.layout = layout
+        self.outputs = outputs
+        self.timeout = timeout
+        self.single_key = single_key
+
+    def __call__(self, key_values: Tuple, frames: Iterator[pd.DataFrame], state
+                 ) -> Iterator[pd.DataFrame]:
+        key = plain_key(key_values, self.single_key)
+        if state.hasTimedOut:
+            values, times = (), ([] if self.layout.event_column else None)
+            for _ in frames:  # Spark sends one empty frame; drain it
+                pass
+        else:
+            values, times = values_and_times(group_frame(frames), self.layout)
+        stored = state.get[0] if state.exists else None
+        now_ms = self._now(state)
+        act = self.driver.activate(key, stored, values, now_ms, event_times=times)
+        if act.state is None:
+            state.remove()
+        else:
+            # update() clears the timeout, so arm it after every update.
+            state.update((act.state, act.timer))
+            self._arm(state, act.timer, now_ms)
+        if act.emits:
+            yield self.outputs.frame(key, key_values, act.emits)
+
+    def _now(self, state) -> Optional[int]:
+        if self.timeout == EVENT or self.layout.event_column is not None:
+            return state.getCurrentWatermarkMs()
+        return state.getCurrentProcessingTimeMs()
+
+    def _arm(self, state, timer: Optional[int], now_ms: int) -> None:
+        if timer is None or self.timeout == NO_TIMEOUT:
+            return
+        if self.timeout == EVENT:
+            state.setTimeoutTimestamp(host_timeout_ms(timer, now_ms))
+        else:
+            state.setTimeoutDuration(processing_timeout_duration_ms(timer, now_ms))
+
+
+class BoundedHost:
+    """A whole key of a bounded DataFrame as one sequence, then on_eof."""
+
+    def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
+                 delay_ms: int, single_key: bool):
+        self.driver = driver
+        self.layout = layout
+        self.outputs = outputs
+        self.delay_ms = delay_ms
+        self.single_key = single_key
+
+    def __call__(self, key_values: Tuple, frame: pd.DataFrame) -> pd.DataFrame:
+        key = plain_key(key_values, self.single_key)
+        values, times = values_and_times(frame, self.layout)
+        act = self.driver.activate_bounded(key, values, event_times=times,
+                                           delay_ms=self.delay_ms)
+        return self.outputs.frame(key, key_values, act.emits)

@@ -1,0 +1,126 @@
+"""Emitted values -> one pandas frame of output rows (key columns first).
+
+An emit may be a dict (by field name), a tuple (by position), a dataclass
+instance, or a scalar when the output schema has one field. A value that does
+not fit is a SchemaError naming the step, the key and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import types as T
+
+from ..errors import LogicError
+from ..timers import to_epoch_us
+
+
+class SchemaError(LogicError):
+    """An emitted value does not fit the output schema."""
+
+
+_INTS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_CHECKS: List[Tuple[type, Tuple[type, ...], str]] = [
+    (T.StringType, (str,), "a str"),
+    (T.BooleanType, (bool, np.bool_), "a bool"),
+    (T.DoubleType, (float, int, np.floating, np.integer), "a number"),
+    (T.FloatType, (float, int, np.floating, np.integer), "a number"),
+    (T.BinaryType, (bytes, bytearray), "bytes"),
+    (T.DateType, (dt.date,), "a date"),
+    (T.DecimalType, (decimal.Decimal, int), "a Decimal"),
+    (T.TimestampNTZType, (dt.datetime,), "a naive datetime"),
+    (T.ArrayType, (list, tuple, np.ndarray), "a list"),
+    (T.MapType, (dict,), "a dict"),
+]
+
+
+class OutputBuilder:
+    """Builds the output frame of one group from its emits."""
+
+    def __init__(self, key_names: Sequence[str], schema: T.StructType, step_id: str):
+        self.key_names = list(key_names)
+        self.fields = list(schema.fields)
+        self.names = [f.name for f in self.fields]
+        self.width = len(self.fields)
+        self.step_id = step_id
+        self.columns = self.key_names + self.names
+
+    def frame(self, key, key_values: Tuple[Any, ...], emits: List[Any]) -> pd.DataFrame:
+        rows = [self._row(key, value) for value in emits]
+        data: Dict[str, Any] = {}
+        count = len(rows)
+        for name, value in zip(self.key_names, key_values):
+            data[name] = [value] * count
+        by_column = list(zip(*rows)) if rows else [()] * self.width
+        for field, column in zip(self.fields, by_column):
+            data[field.name] = self._convert(key, field, list(column))
+        return pd.DataFrame(data, columns=self.columns)
+
+    def _row(self, key, value) -> Tuple[Any, ...]:
+        if isinstance(value, dict):
+            if len(value) != self.width or any(n not in value for n in self.names):
+                self._mismatch(key, value)
+            return tuple(value[n] for n in self.names)
+        if isinstance(value, tuple):
+            if len(value) != self.width:
+                raise SchemaError(self.step_id, key, "output", value,
+                                  f"a tuple emit needs {self.width} values for fields "
+                                  f"{self.names}")
+            return value
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self._row(key, {f.name: getattr(value, f.name)
+                                   for f in dataclasses.fields(value)})
+        if self.width == 1:
+            return (value,)
+        raise SchemaError(self.step_id, key, "output", value,
+                          f"an emit must be a dict, tuple or dataclass with fields {self.names}")
+
+    def _mismatch(self, key, value: dict):
+        missing = [n for n in self.names if n not in value]
+        extra = [n for n in value if n not in self.names]
+        detail = "; ".join(part for part in (
+            f"missing field(s) {missing}" if missing else "",
+            f"unknown field(s) {extra}" if extra else "") if part)
+        raise SchemaError(self.step_id, key, "output", value,
+                          f"emitted dict does not match the output schema: {detail}")
+
+    def _convert(self, key, field: T.StructField, column: list):
+        check = _checker(field)
+        for value in column:
+            if value is None:
+                if not field.nullable:
+                    raise SchemaError(self.step_id, key, f"output field {field.name!r}", value,
+                                      "None for a non-nullable field")
+            elif not check(value):
+                raise SchemaError(self.step_id, key, f"output field {field.name!r}", value,
+                                  f"does not fit {field.dataType.simpleString()}"
+                                  f"{_timestamp_hint(field, value)}")
+        if isinstance(field.dataType, T.TimestampType):
+            micros = [pd.NaT if v is None else to_epoch_us(v) for v in column]
+            return pd.to_datetime(pd.Series(micros, dtype="float64"), unit="us", utc=True)
+        return pd.Series(column, dtype=object)
+
+
+def _checker(field: T.StructField) -> Callable[[Any], bool]:
+    kind = field.dataType
+    if isinstance(kind, _INTS):
+        return lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    if isinstance(kind, T.TimestampType):
+        return lambda v: isinstance(v, dt.datetime) and v.utcoffset() is not None
+    for spark_type, accepted, _ in _CHECKS:
+        if isinstance(kind, spark_type):
+            if spark_type is T.DateType:
+                return lambda v: isinstance(v, dt.date) and not isinstance(v, dt.datetime)
+            return lambda v, accepted=accepted: isinstance(v, accepted)
+    return lambda v: True  # structs and other types: left to Spark/Arrow
+
+
+def _timestamp_hint(field: T.StructField, value) -> str:
+    if isinstance(field.dataType, T.TimestampType) and isinstance(value, dt.datetime):
+        return " (naive datetime: emit an aware one, e.g. tzinfo=timezone.utc)"
+    return ""

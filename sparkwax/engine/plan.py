@@ -1,0 +1,183 @@
+"""``stateful(df, ...)``: attach a logic to a DataFrame.
+
+Streaming DataFrames run through ``groupBy(key).applyInPandasWithState``;
+bounded ones through ``groupBy(key).applyInPandas`` (DESIGN.md section 3,
+"Bounded"). Every timestamp value column travels as epoch microseconds so
+values reach the logic as aware UTC datetimes whatever the session time zone.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence, Union
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .._driver import Driver
+from ..errors import BuilderError, ConfigError
+from ..logic import overrides_notify_at
+from ..timers import EventTime, ProcessingTime
+from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
+from .host import EVENT, NO_TIMEOUT, PROCESSING, BoundedHost, StreamingHost
+from .outputs import OutputBuilder
+
+STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
+                             T.StructField("timer", T.LongType(), True)])
+_EVENT_US = "__sw_event_us"
+_INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
+             output_schema: Union[str, T.StructType], time=None,
+             order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
+             step_id: Optional[str] = None) -> DataFrame:
+    """Run ``builder``'s StatefulLogic per key of ``df``.
+
+    Output rows are the key columns followed by ``output_schema``. See the
+    user guide for time modes, ordering and schemas.
+    """
+    return _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch=False)
+
+
+def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
+                   output_schema: Union[str, T.StructType], time=None,
+                   order_by: Union[None, str, Sequence[str]] = None,
+                   value: Optional[str] = None, step_id: Optional[str] = None) -> DataFrame:
+    """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per activation)."""
+    return _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch=True)
+
+
+def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch):
+    step_id = step_id or f"{'stateful_batch' if batch else 'stateful'}:{_name(builder)}"
+    keys = [key] if isinstance(key, str) else list(key)
+    time = time if time is not None else ProcessingTime()
+    if not isinstance(time, (ProcessingTime, EventTime)):
+        raise ConfigError(f"step {step_id!r}: time must be ProcessingTime() or EventTime(...), "
+                          f"got {time!r}")
+    schema = _parse_schema(df, output_schema, step_id)
+    fields = {f.name: f for f in df.schema.fields}
+    _require_columns(step_id, "key", keys, fields)
+    if not keys:
+        raise ConfigError(f"step {step_id!r}: key must name at least one column")
+    event = isinstance(time, EventTime)
+    if event:
+        _require_columns(step_id, "EventTime column", [time.column], fields)
+        if not isinstance(fields[time.column].dataType, T.TimestampType):
+            raise ConfigError(f"step {step_id!r}: EventTime column {time.column!r} must be a "
+                              f"timestamp, it is {fields[time.column].dataType.simpleString()}")
+    order = [order_by] if isinstance(order_by, str) else list(order_by or [])
+    if not order and event:
+        order = [time.column]
+    _require_columns(step_id, "order_by", order, fields)
+    value_names = [n for n in df.columns if n not in keys]
+    if value is not None:
+        _require_columns(step_id, "value", [value], fields)
+        value_names = [value]
+    if not value_names:
+        raise ConfigError(f"step {step_id!r}: no value columns left besides the key {keys}")
+
+    driver = Driver(builder, step_id=step_id, batch=batch)
+    projected = _project(df, keys, value_names, order, fields, time)
+    event_source = {time.column: _EVENT_US} if event else {}
+    layout = InputLayout(
+        names=tuple(value_names),
+        sources=tuple(event_source.get(n, n) for n in value_names),
+        kinds=tuple(_kind(fields[n]) for n in value_names),
+        scalar=value is not None,
+        order_by=tuple(event_source.get(n, n) for n in order),
+        event_column=_EVENT_US if event else None,
+    )
+    outputs = OutputBuilder(keys, schema, step_id)
+    out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
+    grouped_on = [F.col(f"`{k}`") for k in keys]
+    single = len(keys) == 1
+    if not df.isStreaming:
+        host = BoundedHost(driver, layout, outputs, time.delay_ms if event else 0, single)
+        return projected.groupBy(*grouped_on).applyInPandas(_as_function(host), schema=out_schema)
+    if event:
+        projected = projected.withWatermark(time.column, time.spark_delay)
+    timeout = _timeout(builder, driver, time, step_id)
+    host = StreamingHost(driver, layout, outputs, timeout, single)
+    return projected.groupBy(*grouped_on).applyInPandasWithState(
+        _as_function(host), outputStructType=out_schema, stateStructType=STATE_SCHEMA,
+        outputMode="append", timeoutConf=timeout)
+
+
+def _as_function(host):
+    """PySpark inspects the function's signature: hand it a plain function."""
+    if isinstance(host, BoundedHost):
+        def run_bounded_group(key, frame):
+            return host(key, frame)
+        return run_bounded_group
+
+    def run_streaming_group(key, frames, state):
+        return host(key, frames, state)
+    return run_streaming_group
+
+
+def _project(df, keys, value_names, order, fields, time):
+    """Key, value and order columns; timestamps as epoch µs (event column kept
+    as a timestamp for the watermark, plus its µs copy)."""
+    wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
+    event = isinstance(time, EventTime)
+    columns = []
+    for name in wanted:
+        column = F.col(f"`{name}`")
+        if name not in keys and isinstance(fields[name].dataType, T.TimestampType) and not (
+                event and name == time.column):
+            column = F.unix_micros(column).alias(name)
+        columns.append(column)
+    if event:
+        if time.column not in wanted:
+            columns.append(F.col(f"`{time.column}`"))
+        columns.append(F.unix_micros(F.col(f"`{time.column}`")).alias(_EVENT_US))
+    return df.select(*columns)
+
+
+def _kind(field: T.StructField) -> str:
+    if isinstance(field.dataType, _INTEGERS):
+        return INTEGER
+    if isinstance(field.dataType, T.TimestampType):
+        return TIMESTAMP
+    return OTHER
+
+
+def _timeout(builder, driver: Driver, time, step_id: str) -> str:
+    logic_type = builder if isinstance(builder, type) else None
+    if logic_type is None:
+        try:
+            logic_type = type(builder(None))
+        except Exception as error:
+            raise BuilderError(step_id, None, "builder(None)", None,
+                               f"the builder raised {error!r} when sparkwax built a sample "
+                               "logic to see whether it uses timers") from error
+    if not overrides_notify_at(logic_type):
+        return NO_TIMEOUT
+    return EVENT if isinstance(time, EventTime) else PROCESSING
+
+
+def _parse_schema(df, schema, step_id: str) -> T.StructType:
+    if isinstance(schema, T.StructType):
+        return schema
+    if isinstance(schema, str):
+        try:
+            parsed = T.StructType.fromDDL(schema)
+        except Exception as error:
+            raise ConfigError(f"step {step_id!r}: cannot parse output_schema {schema!r}: "
+                              f"{error}") from None
+        if isinstance(parsed, T.StructType):
+            return parsed
+    raise ConfigError(f"step {step_id!r}: output_schema must be a DDL string or a StructType, "
+                      f"got {schema!r}")
+
+
+def _require_columns(step_id: str, role: str, names, fields) -> None:
+    missing = [n for n in names if n not in fields]
+    if missing:
+        raise ConfigError(f"step {step_id!r}: {role} names missing column(s) {missing}; "
+                          f"the DataFrame has {list(fields)}")
+
+
+def _name(builder) -> str:
+    return getattr(builder, "__qualname__", None) or type(builder).__name__

@@ -1,0 +1,143 @@
+"""check_logic: one call that property-tests a user's logic.
+
+>>> from sparkwax.testing import check_logic
+>>> from sparkwax.testing.reference import Counter
+>>> check_logic(Counter, max_examples=20)
+
+A logic whose snapshot forgets something fails with a report that shows the
+shrunk script and the keys whose outputs differ:
+
+>>> from sparkwax import StatefulLogic, RETAIN
+>>> class Forgetful(StatefulLogic):
+...     def __init__(self, resume=None):
+...         self.total, self.count = resume or 0, 0
+...     def on_item(self, value):
+...         self.total += value; self.count += 1
+...         return [(self.total, self.count)], RETAIN
+...     def snapshot(self):
+...         return self.total              # forgets self.count
+>>> check_logic(Forgetful, max_examples=50)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sparkwax.testing.strategies.check.LogicCheckFailed: ...
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Callable, Dict, List, Optional
+
+from hypothesis import HealthCheck, given, settings as hypothesis_settings
+
+from ...errors import SparkwaxError
+from ..runner import RunResult, run
+from ..script import Crash, describe
+from . import scripts as scripts_strategy
+
+_HINTS = {
+    "restore": (
+        "A run that restores every key from its snapshot (what Spark does at every "
+        "micro-batch, and after a crash) differs from a run that keeps the live objects. "
+        "Usually snapshot() leaves out a field that on_item/on_notify use, or __init__ "
+        "does not read back everything snapshot() returns."),
+    "roundtrip": (
+        "builder(snapshot).snapshot() does not give the snapshot back: __init__ and "
+        "snapshot() disagree about the state's shape."),
+    "determinism": (
+        "Two identical runs gave different results: the logic depends on something "
+        "outside its state (wall clock, randomness, set/dict order of unhashable "
+        "data, a global)."),
+}
+
+
+class LogicCheckFailed(AssertionError, SparkwaxError):
+    """check_logic found a script on which the logic breaks a property."""
+
+
+def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False,
+                order_by=None, step_id: str = "check", max_examples: int = 100,
+                eof: bool = True, settings: Optional[hypothesis_settings] = None) -> None:
+    """Property-test ``builder``'s logic on generated scripts; raise
+    LogicCheckFailed with the shrunk script on the first broken property:
+
+    (a) restore-every-activation and crashes change nothing: outputs and final
+        snapshots equal those of a run that keeps live objects;
+    (b) every final snapshot pickles and ``builder(snapshot).snapshot()``
+        returns it;
+    (c) runs are deterministic.
+
+    ``items`` is a strategy of ``(key, value)`` lists (see ``keyed_items`` and
+    ``timestamped_items``); ``time``, ``batch`` and ``order_by`` as for run().
+    """
+    options = dict(time=time, batch=batch, order_by=order_by, step_id=step_id)
+    strategy = scripts_strategy(items=items, time=time, eof=eof)
+    chosen = settings or hypothesis_settings(
+        max_examples=max_examples, deadline=None, database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+    @chosen
+    @given(strategy)
+    def property_test(script):
+        _check_script(builder, script, options)
+
+    property_test()
+
+
+def _check_script(builder, script, options) -> None:
+    calm = [step for step in script if not isinstance(step, Crash)]
+    live = run(builder, calm, restore="on_crash", **options)
+    spark_like = run(builder, script, restore="always", **options)
+    crashed_live = run(builder, script, restore="on_crash", **options)
+    _compare("restore", script, live, spark_like, "restored every activation (as on Spark)")
+    _compare("restore", script, live, crashed_live, "live objects, crashing where the script says")
+    again = run(builder, script, restore="always", **options)
+    if again.outputs != spark_like.outputs or not _same(again.snapshots, spark_like.snapshots):
+        _fail("determinism", script, _diff(spark_like, again, "second identical run"))
+    for key, snapshot in spark_like.snapshots.items():
+        _check_roundtrip(builder, script, key, snapshot)
+
+
+def _compare(prop: str, script, expected: RunResult, actual: RunResult, label: str) -> None:
+    if expected.by_key != actual.by_key or not _same(expected.snapshots, actual.snapshots):
+        _fail(prop, script, _diff(expected, actual, label))
+
+
+def _check_roundtrip(builder, script, key, snapshot) -> None:
+    try:
+        restored = pickle.loads(pickle.dumps(snapshot, protocol=5))
+        again = builder(restored).snapshot()
+    except Exception as error:
+        _fail("roundtrip", script, f"key {key!r}: snapshot {snapshot!r} failed to "
+                                   f"round-trip: {error!r}")
+    if not _same({key: again}, {key: snapshot}):
+        _fail("roundtrip", script,
+              f"key {key!r}: snapshot()          = {snapshot!r}\n"
+              f"          builder(it).snapshot() = {again!r}")
+
+
+def _same(left: Dict[Any, Any], right: Dict[Any, Any]) -> bool:
+    try:
+        return left == right
+    except Exception:  # e.g. numpy arrays in snapshots: compare their pickles
+        return pickle.dumps(left) == pickle.dumps(right)
+
+
+def _diff(expected: RunResult, actual: RunResult, label: str) -> str:
+    lines: List[str] = [f"reference: live objects, no crashes  vs  {label}"]
+    want, got = expected.by_key, actual.by_key
+    for key in sorted(set(want) | set(got), key=repr):
+        if want.get(key, []) != got.get(key, []):
+            lines.append(f"  key {key!r} outputs:\n    reference: {want.get(key, [])!r}\n"
+                         f"    actual:    {got.get(key, [])!r}")
+    for key in sorted(set(expected.snapshots) | set(actual.snapshots), key=repr):
+        a, b = expected.snapshots.get(key, "<no state>"), actual.snapshots.get(key, "<no state>")
+        if not _same({0: a}, {0: b}):
+            lines.append(f"  key {key!r} final snapshot:\n    reference: {a!r}\n"
+                         f"    actual:    {b!r}")
+    return "\n".join(lines)
+
+
+def _fail(prop: str, script, details: str) -> None:
+    raise LogicCheckFailed(
+        f"check_logic: property '{prop}' failed.\n{_HINTS[prop]}\n\n"
+        f"Script (shrunk):\n{describe(script)}\n\n{details}")
