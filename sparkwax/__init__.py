@@ -17,11 +17,16 @@ __version__ = "0.1.0"
 
 _ENGINE_NAMES = ("local_session", "stateful", "stateful_batch")
 
+from importlib.util import find_spec as _find_spec
+
+# Star-imports list the Spark entry points only where pyspark is installed.
+_EXPORTED_ENGINE = _ENGINE_NAMES if _find_spec("pyspark") is not None else ()
+
 __all__ = sorted([
     "Builder", "BuilderError", "CallbackError", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", *_ENGINE_NAMES,
+    "StatefulLogic", *_EXPORTED_ENGINE,
 ])
 
 

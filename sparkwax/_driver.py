@@ -27,7 +27,8 @@ from __future__ import annotations
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 from . import recovery
-from .errors import BuilderError, CallbackError, LogicError, NotifyAtError, ReturnValueError
+from .errors import (NO_VALUE, BuilderError, CallbackError, LogicError, NotifyAtError,
+                     ReturnValueError)
 from .timers import is_due, require_aware, timer_ms
 
 
@@ -85,7 +86,7 @@ class Driver:
             logic = self.builder(snapshot)
         except Exception as error:
             what = "builder(None)" if snapshot is None else "builder(resume_state)"
-            raise BuilderError(self.step_id, key, what, snapshot,
+            raise BuilderError(self.step_id, key, what, NO_VALUE if snapshot is None else snapshot,
                                f"the builder raised {error!r}") from error
         if not callable(getattr(logic, self._entry, None)):
             raise BuilderError(self.step_id, key, "builder", logic,
@@ -132,7 +133,7 @@ class Driver:
         try:
             return logic.snapshot()
         except Exception as error:
-            raise CallbackError(self.step_id, key, "snapshot", None,
+            raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
                                 f"snapshot() raised {error!r}") from error
 
     def next_timer(self, key, logic) -> Optional[int]:
@@ -140,7 +141,7 @@ class Driver:
         try:
             moment = logic.notify_at()
         except Exception as error:
-            raise CallbackError(self.step_id, key, "notify_at", None,
+            raise CallbackError(self.step_id, key, "notify_at", NO_VALUE,
                                 f"notify_at() raised {error!r}") from error
         if moment is None:
             return None
@@ -239,7 +240,7 @@ class Driver:
         try:
             result = getattr(logic, name)(*args)
         except Exception as error:
-            shown = args[0] if args else None
+            shown = args[0] if args else NO_VALUE
             raise CallbackError(self.step_id, key, name, shown,
                                 f"{name} raised {error!r}") from error
         if type(result) is not tuple or len(result) != 2:
@@ -262,7 +263,7 @@ class Driver:
         except LogicError:
             raise
         except Exception as error:
-            raise CallbackError(self.step_id, key, name, None,
+            raise CallbackError(self.step_id, key, name, NO_VALUE,
                                 f"iterating the emits raised {error!r}") from error
 
 

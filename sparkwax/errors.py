@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import pickle
 import reprlib
 
 _short = reprlib.Repr()
@@ -29,7 +30,7 @@ def short_repr(value: object) -> str:
         return f"<{type(value).__name__} with a failing __repr__>"
 
 
-_MISSING = object()
+NO_VALUE = object()  # a LogicError about no particular value
 
 
 class SparkwaxError(Exception):
@@ -44,18 +45,24 @@ class LogicError(SparkwaxError):
     and ``reason``.
     """
 
-    def __init__(self, step_id, key, callback, value=_MISSING, reason=""):
+    def __init__(self, step_id, key, callback, value=NO_VALUE, reason=""):
         self.step_id = step_id
         self.key = key
         self.callback = callback
-        self.value = None if value is _MISSING else value
+        self.value = None if value is NO_VALUE else value
         self.reason = reason
         where = f"step {step_id!r}, key {short_repr(key)}, {callback}"
-        shown = "" if value is _MISSING else f" (got {short_repr(value)})"
+        shown = "" if value is NO_VALUE else f" (got {short_repr(value)})"
         super().__init__(f"{where}: {reason}{shown}")
 
     def __reduce__(self):  # keep attributes when Spark ships the error around
-        return (_rebuild, (type(self), self.__dict__, str(self)))
+        attrs = dict(self.__dict__)
+        for name in ("key", "value"):
+            try:
+                pickle.dumps(attrs[name])
+            except Exception:  # e.g. the unpicklable snapshot this error is about
+                attrs[name] = short_repr(attrs[name])
+        return (_rebuild, (type(self), attrs, str(self)))
 
 
 def _rebuild(cls, attrs, message):

@@ -71,10 +71,10 @@ _UNITS_MS = {
     "minute": 60_000, "min": 60_000, "m": 60_000, "hour": 3_600_000, "h": 3_600_000,
     "day": 86_400_000, "d": 86_400_000, "week": 7 * 86_400_000,
 }
-_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+?)s?\s*(?=\d|$)")
+_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*(?=\d|$)")
 
 
-def duration_ms(value: Union[str, timedelta, int]) -> int:
+def duration_ms(value: Union[str, timedelta]) -> int:
     """Parse ``"10 minutes"``, ``"1 hour 30 minutes"``, ``"500 ms"`` or a timedelta.
 
     >>> duration_ms("1 hour 30 minutes"), duration_ms(timedelta(seconds=2))
@@ -91,6 +91,8 @@ def duration_ms(value: Union[str, timedelta, int]) -> int:
             raise ConfigError(f"cannot read duration {value!r}; use e.g. '10 minutes'")
         ms = 0.0
         for number, unit in parts:
+            if unit not in _UNITS_MS and unit.endswith("s"):
+                unit = unit[:-1]  # plural
             if unit not in _UNITS_MS:
                 raise ConfigError(f"unknown unit {unit!r} in duration {value!r}")
             ms += float(number) * _UNITS_MS[unit]

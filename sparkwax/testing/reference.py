@@ -48,8 +48,9 @@ class TransitionRecorder(StatefulLogic):
     emitted as ``("item", id, generation)``; ``value.get("discard")`` returns
     DISCARD; ``value.get("notify")`` (an aware datetime, or None to cancel)
     sets the timer; ``notify_discard`` / ``eof_discard`` in a value decide what
-    the next on_notify / on_eof return. ``generation`` counts rebuilds from
-    scratch, so a fresh ``builder(None)`` is visible in the output.
+    the next on_notify / on_eof return. ``generation`` is 1 for a logic built
+    from scratch (``builder(None)``) and is carried through snapshots;
+    ``restores`` counts restores since then.
     """
 
     def __init__(self, resume: Optional[dict] = None):
@@ -121,3 +122,40 @@ class SessionTracker(StatefulLogic):
 
     def _summary(self):
         return {"start": self.start, "end": self.last, "events": self.events}
+
+
+class Accumulator(StatefulLogic):
+    """A logic that walks every path: values are ``{"ts", "value"}`` dicts.
+
+    on_item emits ``("item", value, total)``, arms a timer at the latest event
+    time plus ``value % 5`` minutes (cancelled when ``value % 5 == 4``) and
+    discards when ``value % 11 == 0``; on_notify emits ``("notify", total, n)``
+    and discards when the total is even; on_eof emits ``("eof", total, n)``.
+    """
+
+    def __init__(self, resume=None):
+        self.total, self.count, self.latest, self.timer = resume or (0, 0, None, None)
+
+    def on_item(self, value):
+        number, ts = value["value"], value["ts"]
+        self.total += number
+        self.count += 1
+        self.latest = ts if self.latest is None or ts > self.latest else self.latest
+        if number % 5 == 4:
+            self.timer = None
+        else:
+            self.timer = self.latest + timedelta(minutes=number % 5)
+        return [("item", number, self.total)], number % 11 == 0
+
+    def notify_at(self):
+        return self.timer
+
+    def on_notify(self):
+        self.timer = None
+        return [("notify", self.total, self.count)], self.total % 2 == 0
+
+    def on_eof(self):
+        return [("eof", self.total, self.count)], RETAIN
+
+    def snapshot(self):
+        return (self.total, self.count, self.latest, self.timer)

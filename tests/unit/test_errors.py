@@ -343,9 +343,6 @@ def test_short_repr_in_messages():
     assert len(str(err)) < 200 and "..." in str(err)
 
 
-@pytest.mark.xfail(reason="BUG: LogicError.__reduce__ pickles the offending value, so the "
-                          "SnapshotError for an unpicklable snapshot cannot itself be "
-                          "pickled (shipped between processes)", strict=True)
 def test_snapshot_error_for_unpicklable_value_can_be_pickled():
     with pytest.raises(SnapshotError) as info:
         run_one(make_logic(snapshot=lambda self: threading.Lock()))
