@@ -1,0 +1,25 @@
+"""Run the ```python blocks of a Markdown file in one namespace."""
+
+import re
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+SPARK_MARK = "# needs spark"
+
+
+def python_blocks(name: str):
+    text = (DOCS / name).read_text()
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def run_blocks(name: str, *, spark: bool):
+    namespace = {"__name__": f"docs_{name.replace('.', '_')}"}
+    ran = 0
+    for number, block in enumerate(python_blocks(name)):
+        needs_spark = block.startswith(SPARK_MARK)
+        if needs_spark and not spark:
+            continue
+        code = compile(block, f"{name}[block {number}]", "exec")
+        exec(code, namespace)
+        ran += 1
+    return ran
