@@ -1,0 +1,203 @@
+"""sparkwax on Spark vs a bare applyInPandasWithState (DESIGN.md section 6).
+
+    python benchmarks/spark_engine.py [--rows N] [--keys 100 10000] [--repeat R] [--quick]
+
+Setup: ``sparkwax.local_session("local[2]")`` (2 shuffle partitions, HDFS
+state store). For each key count one parquet file of N rows
+``(key long, v long)`` (key = row % keys, shuffled) is written once. Each
+variant runs as one streaming query over a parquet directory with
+``maxFilesPerTrigger=1`` and the ``noop`` sink; the query is started with one
+copy of the file (micro-batch 0: query start-up, JIT and worker warm-up, every
+key new), then R more copies are dropped in one at a time, each processed as
+one micro-batch of N rows by ``processAllAvailable()``. Those R batches are
+measured (every key has state from the earlier batches, so each group pays a
+state read + write): ``durationMs.triggerExecution`` from ``lastProgress``
+(the batch itself, no query start-up), best and median of R, plus the wall
+time around ``processAllAvailable`` for reference.
+
+Variants (each emits one row per key per micro-batch: the running count):
+
+* ``bare``        hand-written applyInPandasWithState: state = one binary
+                  column holding pickle.dumps(int); ``len(pdf)`` per chunk;
+                  one 1-row pandas frame out.
+* ``sparkwax``    ``sw.stateful_batch(value="v")`` with a StatefulBatchLogic
+                  that adds ``len(values)`` in ``on_batch`` and emits the
+                  running count once (sparkwax.testing.reference.BatchCounter).
+* ``sw-per-item`` ``sw.stateful(value="v")`` with a StatefulLogic counting in
+                  ``on_item`` (one Python call per row). A StatefulLogic cannot
+                  tell which row is the last of an activation, so it emits
+                  nothing (0 output rows). Informational: the cost of the
+                  per-row loop on top of the per-group cost.
+* ``groupBy.count`` streaming ``groupBy(key).count()`` in update mode (the
+                  JVM's own stateful aggregation; reference, no Python).
+
+Ratios are ``variant / bare`` on the best batch time. Goal: sparkwax <= 1.15.
+Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import sparkwax as sw  # noqa: E402
+from sparkwax.logic import RETAIN, StatefulLogic  # noqa: E402
+from sparkwax.testing.reference import BatchCounter  # noqa: E402
+
+_BASE_MTIME = 1_600_000_000
+
+
+class ItemCounter(StatefulLogic):
+    """Counts in on_item, emits nothing (the per-row loop alone)."""
+
+    def __init__(self, resume=None):
+        self.n = resume or 0
+
+    def on_item(self, value):
+        self.n += 1
+        return (), RETAIN
+
+    def snapshot(self):
+        return self.n
+
+
+
+def bare_count(key, pdfs, state):
+    """The hand-written floor: pickled int state, len(pdf) per chunk."""
+    import pandas as pd
+
+    n = pickle.loads(state.get[0]) if state.exists else 0
+    for pdf in pdfs:
+        n += len(pdf)
+    state.update((pickle.dumps(n),))
+    yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+
+def write_data(spark, path: str, rows: int, keys: int) -> str:
+    from pyspark.sql import functions as F
+
+    df = spark.range(rows).select((F.col("id") % keys).alias("key"), F.col("id").alias("v")) \
+        .orderBy(F.rand(0))
+    df.coalesce(1).write.mode("overwrite").parquet(path)
+    (part,) = [f for f in os.listdir(path) if f.endswith(".parquet")]
+    return os.path.join(path, part)
+
+
+def build(spark, variant: str, source: str):
+    from pyspark.sql import functions as F  # noqa: F401
+
+    stream = spark.readStream.schema("key long, v long").option("maxFilesPerTrigger", 1) \
+        .parquet(source)
+    if variant == "bare":
+        return stream.groupBy("key").applyInPandasWithState(
+            bare_count, outputStructType="key long, count long", stateStructType="s binary",
+            outputMode="append", timeoutConf="NoTimeout"), "append"
+    if variant == "sparkwax":
+        return sw.stateful_batch(stream, key="key", builder=BatchCounter, value="v",
+                                 output_schema="count long"), "append"
+    if variant == "sw-per-item":
+        return sw.stateful(stream, key="key", builder=ItemCounter, value="v",
+                           output_schema="count long"), "append"
+    if variant == "groupBy.count":
+        return stream.groupBy("key").count(), "update"
+    raise ValueError(variant)
+
+
+def drop_file(parquet: str, source: str, number: int) -> None:
+    staging = os.path.join(os.path.dirname(source), f"staging-{number:04d}.parquet")
+    shutil.copyfile(parquet, staging)
+    os.utime(staging, (_BASE_MTIME + number,) * 2)
+    os.replace(staging, os.path.join(source, f"part-{number:04d}.parquet"))
+
+
+def measure(spark, variant: str, parquet: str, workdir: str, repeat: int):
+    run_dir = tempfile.mkdtemp(prefix=f"{variant.replace('.', '_')}-", dir=workdir)
+    source = os.path.join(run_dir, "input")
+    os.makedirs(source)
+    drop_file(parquet, source, 0)
+    out, mode = build(spark, variant, source)
+    query = out.writeStream.format("noop").outputMode(mode) \
+        .option("checkpointLocation", os.path.join(run_dir, "checkpoint")).start()
+    try:
+        query.processAllAvailable()  # batch 0: start-up + warm-up
+        first = query.lastProgress
+        trigger_ms, wall_ms = [], []
+        for number in range(1, repeat + 1):
+            drop_file(parquet, source, number)
+            start = time.perf_counter()
+            query.processAllAvailable()
+            wall_ms.append((time.perf_counter() - start) * 1000)
+            progress = query.lastProgress
+            assert progress["numInputRows"] > 0, progress
+            trigger_ms.append(progress["durationMs"]["triggerExecution"])
+        state_rows = sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", []))
+    finally:
+        query.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return {"warmup_ms": first["durationMs"]["triggerExecution"], "trigger_ms": trigger_ms,
+            "wall_ms": wall_ms, "rows": progress["numInputRows"], "state_rows": state_rows}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, nargs="*", default=[100, 10_000])
+    parser.add_argument("--repeat", type=int, default=3, help="measured batches per variant")
+    parser.add_argument("--variants", nargs="*",
+                        default=["bare", "sparkwax", "sw-per-item", "groupBy.count"])
+    parser.add_argument("--quick", action="store_true",
+                        help="200k rows, 2 measured batches, bare + sparkwax only")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rows, args.repeat, args.variants = 200_000, 2, ["bare", "sparkwax"]
+
+    started = time.perf_counter()
+    spark = sw.local_session("local[2]", shuffle_partitions=2)
+    workdir = tempfile.mkdtemp(prefix="sparkwax-bench-")
+    print(f"Spark {spark.version}, local[2], shuffle partitions "
+          f"{spark.conf.get('spark.sql.shuffle.partitions')}, {args.rows:,} rows per "
+          f"micro-batch, {args.repeat} measured batches after 1 warm-up batch")
+    results = {}
+    try:
+        for keys in args.keys:
+            parquet = write_data(spark, os.path.join(workdir, f"data-{keys}"), args.rows, keys)
+            for variant in args.variants:
+                r = measure(spark, variant, parquet, workdir, args.repeat)
+                results[keys, variant] = r
+                print(f"  keys={keys:<6} {variant:<14} warm-up {r['warmup_ms']:>6} ms, "
+                      f"batches {r['trigger_ms']} ms (wall "
+                      f"{[round(w) for w in r['wall_ms']]}), state rows {r['state_rows']}",
+                      flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        spark.stop()
+
+    print()
+    header = (f"{'keys':>7} {'variant':<14} {'best ms':>8} {'median ms':>9} {'rows/s':>11} "
+              f"{'us/group':>9} {'ratio':>6}")
+    print(header)
+    print("-" * len(header))
+    for keys in args.keys:
+        base = results.get((keys, "bare"))
+        for variant in args.variants:
+            r = results[keys, variant]
+            best = min(r["trigger_ms"])
+            ratio = f"{best / min(base['trigger_ms']):.2f}" if base else "-"
+            print(f"{keys:>7,} {variant:<14} {best:>8,} {statistics.median(r['trigger_ms']):>9,.0f}"
+                  f" {args.rows / best * 1000:>11,.0f} {best * 1000 / keys:>9,.0f} {ratio:>6}")
+    print("ratio = best batch time / best batch time of 'bare' (goal: sparkwax <= 1.15); "
+          "us/group = best batch time / keys")
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

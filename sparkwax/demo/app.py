@@ -1,0 +1,543 @@
+"""The streaming demo: a clickstream through two sparkwax logics on Spark.
+
+``sparkwax demo`` (or :func:`run_demo`) does, end to end:
+
+1. generates the seeded clickstream (``clickstream.py``) into
+   ``OUTPUT/input`` as N files with increasing modification times;
+2. starts two Structured Streaming queries on ``spark.readStream`` with
+   ``maxFilesPerTrigger=1`` (one file per micro-batch):
+   ``UserSession`` keyed by user and ``CardFraud`` keyed by card (purchases
+   only), both in event time with a 5-minute watermark, writing Parquet to
+   ``OUTPUT/sessions`` and ``OUTPUT/alerts`` with checkpoints;
+3. prints one progress line per micro-batch (batch id, rows, rows/s, state
+   rows, watermark);
+4. when the input is consumed (``availableNow``, or ``processAllAvailable``
+   with a processing-time trigger) prints a summary. The watermark trails the
+   newest event by 5 minutes, so sessions whose gap timer is not yet due are
+   still in the state store at the end: the demo reads them back with Spark's
+   ``statestore`` reader and reports them as "open at end of stream".
+
+pyspark is imported only when the demo runs, so ``sparkwax --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Sequence, TextIO
+
+from ..errors import ConfigError, SparkwaxError
+from ..timers import EventTime, duration_ms
+from . import clickstream
+from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
+
+DEFAULT_OUTPUT = "./sparkwax-demo-out"
+DEFAULT_EVENTS = 200_000
+DEFAULT_BATCHES = 20
+DEFAULT_SEED = 7
+AVAILABLE_NOW = "available-now"
+WATERMARK = "5 minutes"
+MARKER = ".sparkwax-demo"
+QUERIES = ("sessions", "alerts")
+
+
+class DemoError(SparkwaxError):
+    """The demo could not run (bad options, a foreign output folder, a failed query)."""
+
+
+@dataclass
+class DemoOptions:
+    events: int = DEFAULT_EVENTS
+    batches: int = DEFAULT_BATCHES
+    output: str = DEFAULT_OUTPUT
+    checkpoint: Optional[str] = None       # default: OUTPUT/checkpoints
+    trigger: str = AVAILABLE_NOW           # or a processing-time interval, e.g. "1 second"
+    master: str = "local[*]"
+    seed: int = DEFAULT_SEED
+    format: str = "json"
+
+
+@dataclass
+class QueryStats:
+    name: str
+    batches: int = 0
+    rows: int = 0
+    busy_ms: int = 0
+    state_rows: int = 0
+
+
+@dataclass
+class DemoReport:
+    """What the demo measured (also printed as the summary)."""
+
+    events: int
+    files: int
+    output: str
+    checkpoint: str
+    late: int = 0
+    sessions: int = 0
+    session_events: int = 0
+    mean_session_seconds: float = 0.0
+    purchases: int = 0
+    revenue: float = 0.0
+    open_sessions: int = 0
+    open_events: Optional[int] = None      # None when the state could not be read
+    open_revenue: float = 0.0
+    alerts: int = 0
+    alerts_by_card: Dict[str, int] = field(default_factory=dict)
+    top_alerts: List[dict] = field(default_factory=list)
+    fraud_cards: List[str] = field(default_factory=list)
+    generate_seconds: float = 0.0
+    stream_seconds: float = 0.0
+    queries: Dict[str, QueryStats] = field(default_factory=dict)
+
+
+# --- command line -------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``sparkwax demo`` options."""
+    parser.add_argument(
+        "--events", type=_positive_int, default=DEFAULT_EVENTS, metavar="N",
+        help="number of clickstream events to generate (default: %(default)s; at least 100)")
+    parser.add_argument(
+        "--batches", type=_positive_int, default=DEFAULT_BATCHES, metavar="N",
+        help="number of input files; each one is read as one micro-batch "
+             "(default: %(default)s)")
+    parser.add_argument(
+        "--output", default=DEFAULT_OUTPUT, metavar="DIR",
+        help="folder for the generated input, the Parquet results (sessions/, alerts/) and, "
+             "by default, the checkpoints; recreated at every run, and refused if it holds "
+             "files the demo did not write (default: %(default)s)")
+    parser.add_argument(
+        "--checkpoint", default=None, metavar="DIR",
+        help="checkpoint folder of the two streaming queries (default: OUTPUT/checkpoints)")
+    parser.add_argument(
+        "--trigger", default=AVAILABLE_NOW, type=_trigger_text, metavar="WHEN",
+        help="'available-now' (default: process every file, one per micro-batch, then stop) "
+             "or a processing-time interval such as '1 second' (one micro-batch per "
+             "interval; the demo stops the queries once all input is processed)")
+    parser.add_argument(
+        "--master", default="local[*]", metavar="URL",
+        help="Spark master URL (default: %(default)s, every core of this machine)")
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED,
+        help="random seed of the generated clickstream (default: %(default)s)")
+    parser.add_argument(
+        "--format", choices=clickstream.FORMATS, default="json",
+        help="file format of the generated input (default: %(default)s)")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Entry point of ``sparkwax demo``."""
+    options = DemoOptions(events=args.events, batches=args.batches, output=args.output,
+                          checkpoint=args.checkpoint, trigger=args.trigger, master=args.master,
+                          seed=args.seed, format=args.format)
+    try:
+        run_demo(options)
+    except (DemoError, ConfigError) as error:
+        print(f"sparkwax demo: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _trigger_text(text: str) -> str:
+    try:
+        parse_trigger(text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def parse_trigger(text: str) -> Dict[str, Any]:
+    """``"available-now"`` -> ``{"availableNow": True}``; ``"1 second"`` ->
+    ``{"processingTime": "1000 milliseconds"}`` (keyword arguments of
+    ``DataStreamWriter.trigger``)."""
+    cleaned = text.strip().lower().replace("_", "-")
+    if cleaned in (AVAILABLE_NOW, "availablenow"):
+        return {"availableNow": True}
+    try:
+        ms = duration_ms(text)
+    except ConfigError:
+        raise ConfigError(f"--trigger must be 'available-now' or an interval such as "
+                          f"'1 second', got {text!r}") from None
+    if ms <= 0:
+        raise ConfigError(f"--trigger interval must be positive, got {text!r}")
+    return {"processingTime": f"{ms} milliseconds"}
+
+
+# --- the run ------------------------------------------------------------------
+
+
+def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
+    """Generate, stream, summarise. Returns the numbers it printed."""
+    out = out or sys.stdout
+    if options.events < 100:
+        raise DemoError(f"--events must be at least 100, got {options.events}")
+    trigger = parse_trigger(options.trigger)
+    output = os.path.abspath(options.output)
+    checkpoint = os.path.abspath(options.checkpoint or os.path.join(output, "checkpoints"))
+    paths = {"input": os.path.join(output, "input"),
+             "sessions": os.path.join(output, "sessions"),
+             "alerts": os.path.join(output, "alerts")}
+    _prepare(output, checkpoint)
+
+    say = _Printer(out)
+    started = time.perf_counter()
+    stream = clickstream.generate(options.events, seed=options.seed)
+    files = clickstream.write_batches(stream, paths["input"], options.batches, fmt=options.format)
+    report = DemoReport(events=len(stream.events), files=len(files), output=output,
+                        checkpoint=checkpoint, fraud_cards=stream.fraud_cards,
+                        generate_seconds=time.perf_counter() - started)
+    first, last = _event_span(stream.events)
+    say(f"sparkwax demo: {report.events:,} events from {stream.users:,} users "
+        f"({first:%Y-%m-%d %H:%M} .. {last:%H:%M} UTC) in {len(files)} {options.format} files "
+        f"under {paths['input']} ({report.generate_seconds:.1f} s)")
+
+    from pyspark import SparkContext
+
+    import sparkwax
+
+    owned = SparkContext._active_spark_context is None
+    say("starting Spark..." if owned else "using the running SparkSession")
+    spark = sparkwax.local_session(options.master)
+    try:
+        queries = _start_queries(spark, paths, checkpoint, trigger, options.format)
+        say(f"streaming with trigger {options.trigger!r}, watermark {WATERMARK}, "
+            f"master {spark.sparkContext.master}, "
+            f"{spark.conf.get('spark.sql.shuffle.partitions')} state partitions")
+        stream_started = time.perf_counter()
+        try:
+            _follow(queries, trigger, say)
+        finally:
+            for query in queries.values():
+                if query.isActive:
+                    query.stop()
+        report.stream_seconds = time.perf_counter() - stream_started
+        for name, query in queries.items():
+            report.queries[name] = _stats(name, query)
+        _collect_results(spark, report, paths, checkpoint)
+    finally:
+        if owned:
+            spark.stop()
+    _print_summary(report, say)
+    return report
+
+
+def _prepare(output: str, checkpoint: str) -> None:
+    """Claim the output (and checkpoint) folders: create them, or clear what an
+    earlier demo run left. Refuse folders with files the demo did not write."""
+    for folder in dict.fromkeys([output, checkpoint]):
+        if folder != output and folder.startswith(output + os.sep):
+            continue  # inside the output folder: cleared with it
+        if os.path.isdir(folder) and os.listdir(folder):
+            if not os.path.exists(os.path.join(folder, MARKER)):
+                raise DemoError(f"{folder} is not empty and was not written by "
+                                "'sparkwax demo'; choose another folder")
+            for entry in os.listdir(folder):
+                path = os.path.join(folder, entry)
+                if entry == MARKER:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+        elif os.path.exists(folder) and not os.path.isdir(folder):
+            raise DemoError(f"{folder} exists and is not a folder")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, MARKER), "w") as handle:
+            handle.write("written by 'sparkwax demo'; the next run clears this folder\n")
+
+
+def _event_span(events: Sequence[dict]):
+    times = [e["ts"] for e in events]
+    return min(times), max(times)
+
+
+def _start_queries(spark, paths, checkpoint, trigger, fmt):
+    from pyspark.sql import functions as F
+
+    import sparkwax
+
+    reader = spark.readStream.schema(clickstream.SCHEMA).option("maxFilesPerTrigger", 1)
+    source = reader.json(paths["input"]) if fmt == "json" else reader.parquet(paths["input"])
+    time_mode = EventTime("ts", watermark=WATERMARK)
+    sessions = sparkwax.stateful(
+        source.select("user_id", "ts", "event_id", "event_type", "amount"),
+        key="user_id", builder=UserSession, output_schema=SESSION_SCHEMA, time=time_mode,
+        order_by=["ts", "event_id"], step_id="sessions")
+    alerts = sparkwax.stateful(
+        source.where(F.col("event_type") == "purchase")
+              .select("card_id", "ts", "event_id", "amount", "user_id"),
+        key="card_id", builder=CardFraud, output_schema=ALERT_SCHEMA, time=time_mode,
+        order_by=["ts", "event_id"], step_id="alerts")
+    started = {}
+    try:
+        for name, frame in (("sessions", sessions), ("alerts", alerts)):
+            started[name] = (frame.writeStream.format("parquet")
+                             .queryName(f"sparkwax_demo_{name}")
+                             .option("path", paths[name])
+                             .option("checkpointLocation", os.path.join(checkpoint, name))
+                             .outputMode("append")
+                             .trigger(**trigger)
+                             .start())
+    except Exception:
+        for query in started.values():
+            query.stop()
+        raise
+    return started
+
+
+def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: "_Printer") -> None:
+    """Print progress until the queries have consumed the input."""
+    lines = _ProgressLines(queries, say)
+    done = threading.Event()
+    failure: List[BaseException] = []
+    if "processingTime" in trigger:
+        interval_s = duration_ms(trigger["processingTime"]) / 1000
+
+        def drain():
+            try:
+                for query in queries.values():
+                    query.processAllAvailable()
+                # One more trigger lets Spark run the no-data batch that fires
+                # the timers made due by the last data batch's watermark.
+                _await_idle_batch(queries, deadline=time.monotonic() + 3 * interval_s + 5)
+            except BaseException as error:  # surfaced by the main thread
+                failure.append(error)
+            finally:
+                done.set()
+
+        threading.Thread(target=drain, name="sparkwax-demo-drain", daemon=True).start()
+    while True:
+        lines.poll()
+        _raise_failed(queries)
+        if failure:
+            raise DemoError(f"a streaming query failed: {failure[0]}") from failure[0]
+        if done.is_set() or not any(q.isActive for q in queries.values()):
+            break
+        time.sleep(0.2)
+    lines.poll()
+    _raise_failed(queries)
+
+
+def _await_idle_batch(queries, deadline: float) -> None:
+    last = {name: _last_batch(q) for name, q in queries.items()}
+    while time.monotonic() < deadline:
+        if all(_last_batch(q) > last[name] for name, q in queries.items()):
+            return
+        time.sleep(0.1)
+
+
+def _last_batch(query) -> int:
+    progress = query.lastProgress
+    return -1 if not progress else int(progress["batchId"])
+
+
+def _raise_failed(queries) -> None:
+    for name, query in queries.items():
+        if not query.isActive and query.exception() is not None:
+            raise DemoError(f"the {name} query failed: {query.exception()}")
+
+
+class _Printer:
+    def __init__(self, out: TextIO):
+        self.out = out
+
+    def __call__(self, line: str = "") -> None:
+        self.out.write(line + "\n")
+        self.out.flush()
+
+
+class _ProgressLines:
+    """One line per finished micro-batch of each query."""
+
+    def __init__(self, queries, say):
+        self.queries = queries
+        self.say = say
+        self.seen = {name: -1 for name in queries}
+        self.width = max(len(name) for name in queries)
+
+    def poll(self) -> None:
+        for name, query in self.queries.items():
+            for progress in query.recentProgress:
+                batch = int(progress["batchId"])
+                if batch <= self.seen[name]:
+                    continue
+                self.seen[name] = batch
+                self.say(self.format(name, progress))
+
+    def format(self, name: str, progress: dict) -> str:
+        rows = int(progress.get("numInputRows") or 0)
+        rate = float(progress.get("processedRowsPerSecond") or 0.0)
+        state = sum(int(op.get("numRowsTotal") or 0) for op in progress.get("stateOperators", []))
+        seconds = int((progress.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
+        watermark = (progress.get("eventTime") or {}).get("watermark", "")
+        shown = watermark[:19].replace("T", " ") if watermark and not watermark.startswith(
+            "1970") else "-" * 19
+        what = f"{rows:>7,} rows {rate:>8,.0f} rows/s" if rows else f"{'no data: timers':>28}"
+        return (f"  {name:<{self.width}}  batch {int(progress['batchId']):>3}  {what}  "
+                f"state {state:>6,} rows  watermark {shown}  {seconds:5.1f} s")
+
+
+def _stats(name: str, query) -> QueryStats:
+    stats = QueryStats(name)
+    for progress in query.recentProgress:
+        stats.batches += 1
+        stats.rows += int(progress.get("numInputRows") or 0)
+        stats.busy_ms += int((progress.get("durationMs") or {}).get("triggerExecution") or 0)
+    last = query.lastProgress
+    if last:
+        stats.state_rows = sum(int(op.get("numRowsTotal") or 0)
+                               for op in last.get("stateOperators", []))
+    return stats
+
+
+# --- results --------------------------------------------------------------------
+
+
+def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
+    from pyspark.sql import functions as F
+
+    sessions = spark.read.schema(f"user_id string, {SESSION_SCHEMA}").parquet(paths["sessions"])
+    row = sessions.agg(
+        F.count(F.lit(1)).alias("n"), F.sum("events").alias("events"),
+        F.avg(F.unix_micros("session_end") - F.unix_micros("session_start")).alias("micros"),
+        F.sum("purchases").alias("purchases"), F.sum("revenue").alias("revenue")).first()
+    report.sessions = int(row["n"])
+    report.session_events = int(row["events"] or 0)
+    report.mean_session_seconds = float(row["micros"] or 0) / 1e6
+    report.purchases = int(row["purchases"] or 0)
+    report.revenue = float(row["revenue"] or 0.0)
+
+    report.open_sessions = report.queries["sessions"].state_rows
+    snapshots = _state_snapshots(spark, os.path.join(checkpoint, "sessions"), "sessions")
+    if snapshots is not None:
+        report.open_sessions = len(snapshots)
+        report.open_events = sum(s[2] for s in snapshots)
+        report.open_revenue = sum(s[4] for s in snapshots) / 100
+        report.late = report.events - report.session_events - report.open_events
+
+    alerts = spark.read.schema(f"card_id string, {ALERT_SCHEMA}").parquet(paths["alerts"])
+    rows = [r.asDict() for r in alerts.orderBy("detected_at", "card_id").collect()]
+    report.alerts = len(rows)
+    by_card: Dict[str, List[dict]] = {}
+    for alert in rows:
+        by_card.setdefault(alert["card_id"], []).append(alert)
+    report.alerts_by_card = {card: len(found) for card, found in sorted(by_card.items())}
+    ranked = sorted(by_card.items(), key=lambda item: (-len(item[1]),
+                                                       -sum(a["amount"] for a in item[1]),
+                                                       item[0]))
+    report.top_alerts = [{"card_id": card, "alerts": len(found),
+                          "rules": ", ".join(sorted({a["rule"] for a in found})),
+                          "purchases": sum(a["purchases"] for a in found),
+                          "amount": sum(a["amount"] for a in found),
+                          "first": found[0]["detected_at"]} for card, found in ranked[:5]]
+
+
+def _state_snapshots(spark, checkpoint: str, step_id: str) -> Optional[list]:
+    """The decoded snapshots of the query's live keys (Spark's ``statestore``
+    reader at the last committed batch), or None if they cannot be read."""
+    from .. import recovery
+
+    try:
+        rows = (spark.read.format("statestore").load(checkpoint)
+                .select("key", "value.groupState.snapshot").collect())
+    except Exception:  # e.g. no state yet, or a Spark without the reader
+        return None
+    return [recovery.decode(bytes(r["snapshot"]), step_id=step_id, key=tuple(r["key"])[0])
+            for r in rows if r["snapshot"] is not None]
+
+
+# --- summary ----------------------------------------------------------------------
+
+
+def _print_summary(report: DemoReport, say: "_Printer") -> None:
+    say()
+    say("sparkwax demo: summary")
+    say("=" * 72)
+    rows = [
+        ("input events", f"{report.events:,}", f"{report.files} files, one per micro-batch"),
+        ("sessions closed", f"{report.sessions:,}",
+         f"{report.session_events:,} events; UserSession, 30-minute gap"),
+    ]
+    open_note = "still in state: the watermark has not passed their gap"
+    if report.open_events is not None:
+        open_note = (f"{report.open_events:,} events, ${report.open_revenue:,.2f}; "
+                     "gap timer not due yet")
+    rows.append(("open at end of stream", f"{report.open_sessions:,}", open_note))
+    rows.append(("mean session length", _duration(report.mean_session_seconds),
+                 f"{report.session_events / max(report.sessions, 1):.1f} events per session"))
+    rows.append(("purchases", f"{report.purchases:,}", "in closed sessions"))
+    rows.append(("revenue", f"${report.revenue:,.2f}", "in closed sessions"))
+    if report.open_events is not None:
+        rows.append(("late events dropped", f"{report.late:,}",
+                     f"at or behind the {WATERMARK} watermark"))
+    rows.append(("fraud alerts", f"{report.alerts:,}",
+                 f"on {len(report.alerts_by_card)} cards (CardFraud); "
+                 f"{len(report.fraud_cards)} cards had planted bursts"))
+    throughput = report.events / report.stream_seconds if report.stream_seconds else 0.0
+    rows.append(("throughput", f"{throughput:,.0f} events/s",
+                 f"{report.events:,} events in {report.stream_seconds:.1f} s of streaming"))
+    for name, stats in report.queries.items():
+        rows.append((f"  {name} query", f"{stats.batches} batches",
+                     f"{stats.rows:,} rows, {stats.busy_ms / 1000:.1f} s busy, "
+                     f"{stats.state_rows:,} state rows at the end"))
+    for line in _table(rows, aligns="<><"):
+        say(line)
+    if report.top_alerts:
+        say()
+        say("top alerted cards")
+        header = ("card", "alerts", "rule", "purchases", "amount", "first alert (UTC)")
+        table = [header] + [(a["card_id"], str(a["alerts"]), a["rules"], str(a["purchases"]),
+                             f"${a['amount']:,.2f}", _when(a["first"]))
+                            for a in report.top_alerts]
+        for number, line in enumerate(_table(table, aligns="<><>><")):
+            say("  " + line)
+            if number == 0:
+                say("  " + "-" * len(line))
+    say()
+    say(f"results: {os.path.join(report.output, 'sessions')} and "
+        f"{os.path.join(report.output, 'alerts')} (Parquet); checkpoints: {report.checkpoint}")
+
+
+def _table(rows: Sequence[Sequence[str]], aligns: str) -> List[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [f"{cell:{align}{width}}" for cell, align, width in zip(row, aligns, widths)]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def _when(moment) -> str:
+    if isinstance(moment, datetime):
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(timezone.utc)
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return str(moment)
+
+
+__all__ = ["AVAILABLE_NOW", "DEFAULT_OUTPUT", "DemoError", "DemoOptions", "DemoReport",
+           "add_arguments", "parse_trigger", "run_demo", "run_from_args"]
