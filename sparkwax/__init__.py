@@ -4,18 +4,19 @@
 >>> sw.RETAIN, sw.DISCARD
 (False, True)
 
-The Spark entry points (``stateful``, ``stateful_batch``, ``local_session``)
-import pyspark on first use, so ``import sparkwax`` works without it.
+The Spark entry points (``stateful``, ``stateful_batch``, ``local_session``,
+``finish``) import pyspark on first use, so ``import sparkwax`` works without it.
 """
 
 from .errors import (BuilderError, CallbackError, ConfigError, InputError, LogicError,
-                     NotifyAtError, ReturnValueError, SnapshotError, SparkwaxError)
+                     NotifyAtError, ReturnValueError, SchemaError, SnapshotError,
+                     SparkwaxError)
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from .timers import EventTime, ProcessingTime
 
 __version__ = "0.1.0"
 
-_ENGINE_NAMES = ("local_session", "stateful", "stateful_batch")
+_ENGINE_NAMES = ("finish", "local_session", "start", "stateful", "stateful_batch")
 
 from importlib.util import find_spec as _find_spec
 
@@ -25,7 +26,7 @@ _EXPORTED_ENGINE = _ENGINE_NAMES if _find_spec("pyspark") is not None else ()
 __all__ = sorted([
     "Builder", "BuilderError", "CallbackError", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "NotifyAtError", "ProcessingTime", "RETAIN",
-    "ReturnValueError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
+    "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
     "StatefulLogic", *_EXPORTED_ENGINE,
 ])
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 from . import recovery
-from .errors import (NO_VALUE, BuilderError, CallbackError, LogicError, NotifyAtError,
-                     ReturnValueError)
+from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicError,
+                     NotifyAtError, ReturnValueError)
 from .timers import is_due, require_aware, timer_ms
 
 
@@ -68,6 +68,7 @@ class Driver:
     def activate(self, key, stored: Optional[bytes], values: Sequence, now_ms: Optional[int],
                  *, eof: bool = False, event_times: Optional[Sequence[int]] = None) -> Activation:
         """One activation of ``key``: restore, timer, items, EOF, commit."""
+        self.check_key(key, values)
         logic = self.restore(key, stored) if stored is not None else None
         logic, emits, late, touched = self.run(key, logic, values, now_ms, eof=eof,
                                                event_times=event_times, restored=True)
@@ -75,6 +76,15 @@ class Driver:
             # No callback ran: the stored bytes are still exact; only re-read the timer.
             return Activation(emits, stored, self.next_timer(key, logic), _Lazy, late)
         return self.commit(key, logic, emits, late)
+
+    def check_key(self, key, values: Sequence) -> None:
+        """Null and NaN keys are refused: they are almost always a data bug."""
+        parts = key if type(key) is tuple else (key,)
+        for part in parts:
+            if part is None or part != part:
+                raise InputError(self.step_id, key, "key", values[0] if len(values) else
+                                 NO_VALUE, "null or NaN key; drop or fill such rows before "
+                                 "the step (e.g. df.na.drop(subset=[...]))")
 
     def restore(self, key, stored: bytes):
         """``builder(decode(stored))``, with errors naming the step and key."""
@@ -162,6 +172,7 @@ class Driver:
         far minus ``delay_ms``) advances item by item, due timers fire before
         the next item and late items are dropped; then ``on_eof``.
         Without event times no timer fires before ``on_eof``."""
+        self.check_key(key, values)
         emits: List[Any] = []
         if event_times is None:
             logic, emits, late, _ = self.run(key, None, values, None, eof=True)

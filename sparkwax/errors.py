@@ -96,5 +96,9 @@ class InputError(LogicError):
     """A bad input row: a null key, a missing or naive event time..."""
 
 
+class SchemaError(LogicError):
+    """An emitted value does not fit the step's output schema (Spark engine)."""
+
+
 class ConfigError(SparkwaxError):
     """A bad argument to a sparkwax function (time mode, order_by, schema...)."""

@@ -6,9 +6,11 @@
 ...                   time=sw.EventTime("ts", watermark="10 minutes"))
 """
 
+from .checkpoint import finish
 from .outputs import SchemaError
 from .plan import STATE_SCHEMA, stateful, stateful_batch
 from .session import STATE_STORES, local_session
+from .start import start
 
-__all__ = ["STATE_SCHEMA", "STATE_STORES", "SchemaError", "local_session", "stateful",
-           "stateful_batch"]
+__all__ = ["STATE_SCHEMA", "STATE_STORES", "SchemaError", "finish", "local_session",
+           "start", "stateful", "stateful_batch"]

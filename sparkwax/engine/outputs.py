@@ -16,12 +16,8 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import types as T
 
-from ..errors import LogicError
+from ..errors import SchemaError
 from ..timers import to_epoch_us
-
-
-class SchemaError(LogicError):
-    """An emitted value does not fit the output schema."""
 
 
 _INTS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -49,6 +45,8 @@ class OutputBuilder:
         self.width = len(self.fields)
         self.step_id = step_id
         self.columns = self.key_names + self.names
+        self._checks = [_checker(f) for f in self.fields]
+        self._typed = [_TYPED.get(type(f.dataType)) for f in self.fields]
 
     def frame(self, key, key_values: Tuple[Any, ...], emits: List[Any]) -> pd.DataFrame:
         rows = [self._row(key, value) for value in emits]
@@ -57,8 +55,13 @@ class OutputBuilder:
         for name, value in zip(self.key_names, key_values):
             data[name] = [value] * count
         by_column = list(zip(*rows)) if rows else [()] * self.width
-        for field, column in zip(self.fields, by_column):
-            data[field.name] = self._convert(key, field, list(column))
+        for field, check, typed, column in zip(self.fields, self._checks, self._typed,
+                                               by_column):
+            data[field.name] = self._convert(key, field, list(column), check, typed)
+        if len(data) == len(self.columns):
+            # The dict is already in column order: passing columns= as well
+            # makes pandas reindex, ~5x the cost of the whole frame.
+            return pd.DataFrame(data)
         return pd.DataFrame(data, columns=self.columns)
 
     def _row(self, key, value) -> Tuple[Any, ...]:
@@ -89,8 +92,8 @@ class OutputBuilder:
         raise SchemaError(self.step_id, key, "output", value,
                           f"emitted dict does not match the output schema: {detail}")
 
-    def _convert(self, key, field: T.StructField, column: list):
-        check = _checker(field)
+    def _convert(self, key, field: T.StructField, column: list, check=None, typed=None):
+        check = check or _checker(field)
         for value in column:
             if value is None:
                 if not field.nullable:
@@ -103,7 +106,31 @@ class OutputBuilder:
         if isinstance(field.dataType, T.TimestampType):
             micros = [pd.NaT if v is None else to_epoch_us(v) for v in column]
             return pd.to_datetime(pd.Series(micros, dtype="float64"), unit="us", utc=True)
+        if typed is not None and column:
+            # Plain ints/floats/bools that fit the Spark type exactly: a typed
+            # numpy column converts to the same Arrow values as an object one,
+            # and keeps the frame a single cheap block (pandas and Arrow both).
+            python_type, dtype, low, high = typed
+            if all(type(v) is python_type for v in column) and (
+                    low is None or (low <= min(column) and max(column) <= high)):
+                return np.array(column, dtype=dtype)
         return pd.Series(column, dtype=object)
+
+
+def _int_range(dtype):
+    info = np.iinfo(dtype)
+    return (int, dtype, int(info.min), int(info.max))
+
+
+# Spark type -> (exact Python type of every value, numpy dtype, min, max)
+_TYPED = {
+    T.LongType: _int_range(np.int64),
+    T.IntegerType: _int_range(np.int32),
+    T.ShortType: _int_range(np.int16),
+    T.ByteType: _int_range(np.int8),
+    T.DoubleType: (float, np.float64, None, None),
+    T.BooleanType: (bool, np.bool_, None, None),
+}
 
 
 def _checker(field: T.StructField) -> Callable[[Any], bool]:

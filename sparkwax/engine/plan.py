@@ -21,6 +21,7 @@ from ..timers import EventTime, ProcessingTime
 from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
 from .host import EVENT, NO_TIMEOUT, PROCESSING, BoundedHost, StreamingHost
 from .outputs import OutputBuilder
+from .start import STEP_METADATA
 
 STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
                              T.StructField("timer", T.LongType(), True)])
@@ -99,9 +100,30 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = _timeout(builder, driver, time, step_id)
     host = StreamingHost(driver, layout, outputs, timeout, single)
-    return projected.groupBy(*grouped_on).applyInPandasWithState(
+    result = projected.groupBy(*grouped_on).applyInPandasWithState(
         _as_function(host), outputStructType=out_schema, stateStructType=STATE_SCHEMA,
         outputMode="append", timeoutConf=timeout)
+    return _describe(result, _step_description(step_id, keys, fields, schema, time, timeout))
+
+
+def _step_description(step_id, keys, fields, schema, time, timeout) -> dict:
+    """What a checkpoint must keep stable for this step (see start.py)."""
+    return {
+        "step_id": step_id,
+        "key": ", ".join(f"{k} {fields[k].dataType.simpleString()}" for k in keys),
+        "output": ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields),
+        "time": time.kind,
+        "event_time": f"{time.column} - {time.delay_ms} ms" if isinstance(time, EventTime)
+        else None,
+        "timers": timeout != NO_TIMEOUT,
+        "state": "per_key/1",
+    }
+
+
+def _describe(frame: DataFrame, description: dict) -> DataFrame:
+    """Carry the step's description in its output columns' metadata."""
+    return frame.select(*[F.col(f"`{name}`").alias(name, metadata={STEP_METADATA: description})
+                          for name in frame.columns])
 
 
 def _as_function(host):

@@ -1,0 +1,90 @@
+"""The ``sparkwax`` console script.
+
+>>> main(["--version"])                                     # doctest: +SKIP
+sparkwax 0.1.0
+
+Each subcommand is one function that takes its argparse sub-parser, adds its
+options and returns the handler (``handler(args) -> exit code``); registering
+it is one line in ``COMMANDS``. Import heavy modules (pyspark) inside the
+handler, not at the top, so ``sparkwax --help`` stays instant::
+
+    def state_command(parser):
+        \"\"\"Show the live state of a checkpointed query.\"\"\"
+        parser.add_argument("checkpoint")
+        def handler(args):
+            ...
+            return 0
+        return handler
+
+    COMMANDS = {"demo": demo_command, "state": state_command}
+
+The first line of the function's docstring is the subcommand's one-line help,
+the whole docstring its description.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from typing import Callable, Dict, List, Optional, Sequence
+
+from .state_cli import state_command
+from .submit import submit_command
+
+Handler = Callable[[argparse.Namespace], int]
+Command = Callable[[argparse.ArgumentParser], Handler]
+
+
+def demo_command(parser: argparse.ArgumentParser) -> Handler:
+    """Run the e-commerce clickstream demo on a local Spark.
+
+    Generates a seeded clickstream (users, sessions, purchases, a few planted
+    card-testing fraud bursts) as micro-batch files, streams it through two
+    sparkwax logics (UserSession per user, CardFraud per card) with Spark
+    Structured Streaming in event time, writes the results as Parquet with
+    checkpoints, shows per-batch progress and ends with a summary table.
+    """
+    from .demo import app
+
+    app.add_arguments(parser)
+    return app.run_from_args
+
+
+COMMANDS: Dict[str, Command] = {
+    "demo": demo_command,
+    "state": state_command,
+    "submit": submit_command,
+}
+
+
+def build_parser(commands: Optional[Dict[str, Command]] = None) -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="sparkwax",
+        description="sparkwax: Bytewax-style per-key stateful logic, tested offline, "
+                    "run on Apache Spark Structured Streaming.")
+    parser.add_argument("--version", action="version", version=f"sparkwax {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, command in (commands or COMMANDS).items():
+        doc = inspect.getdoc(command) or ""
+        summary = doc.splitlines()[0] if doc else None
+        child = sub.add_parser(name, help=summary, description=doc or None,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        child.set_defaults(handler=command(child))
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``sparkwax`` command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return int(handler(args) or 0)
+
+
+__all__: List[str] = ["COMMANDS", "build_parser", "demo_command", "main"]

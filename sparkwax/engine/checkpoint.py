@@ -1,0 +1,200 @@
+"""What a checkpoint holds: sparkwax snapshots read through Spark's ``statestore``
+reader, the query's watermark, and ``finish`` (on_eof for every live key).
+
+>>> entries = read_entries(spark, "/tmp/ck", limit=10)            # doctest: +SKIP
+>>> entries[0].key, entries[0].snapshot, entries[0].size          # doctest: +SKIP
+('alice', (3, 12), 21)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time as clock
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Iterator, List, Optional
+
+from .. import recovery
+from .._driver import Driver
+from ..errors import ConfigError, SnapshotError
+from ..timers import EventTime, ProcessingTime, from_epoch_ms
+from .columns import plain_key
+from .outputs import OutputBuilder
+from .plan import _parse_schema
+
+
+_BLOB = "__sw_snapshot"
+
+
+@dataclass(frozen=True)
+class StateEntry:
+    """One key's stored state."""
+
+    key: Any
+    snapshot: Any            # decoded snapshot (or the SnapshotError if it cannot be read)
+    size: int                # bytes of the stored blob
+    timer: Optional[datetime]
+    partition: int
+
+
+def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None):
+    """The raw state rows of a sparkwax step (``key`` struct, ``value`` struct)."""
+    _require_checkpoint(checkpoint)
+    reader = spark.read.format("statestore").option("operatorId", operator_id)
+    if batch_id is not None:
+        reader = reader.option("batchId", batch_id)
+    frame = reader.load(checkpoint)
+    value_fields = frame.schema["value"].dataType.fieldNames()
+    if "groupState" not in value_fields:
+        raise ConfigError(f"operator {operator_id} of {checkpoint} is not an "
+                          f"applyInPandasWithState step (state fields: {value_fields})")
+    return frame
+
+
+def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
+                 limit: Optional[int] = None, step_id: str = "state") -> List[StateEntry]:
+    """Decoded state entries, largest first when limited (for ``state show``)."""
+    from pyspark.sql import functions as F
+
+    frame = state_frame(spark, checkpoint, operator_id=operator_id)
+    frame = frame.select("key", F.col("value.groupState.snapshot").alias("snapshot"),
+                         F.col("value.groupState.timer").alias("timer"), "partition_id",
+                         F.length("value.groupState.snapshot").alias("size"))
+    key_names = frame.schema["key"].dataType.fieldNames()
+    if key is not None:
+        frame = frame.where(F.col(f"key.`{key_names[0]}`") == F.lit(key))
+    frame = frame.orderBy(F.col("size").desc())
+    if limit is not None:
+        frame = frame.limit(limit)
+    entries = []
+    for row in frame.collect():
+        plain = plain_key(tuple(row["key"]), len(key_names) == 1)
+        try:
+            snapshot = recovery.decode(row["snapshot"], step_id=step_id, key=plain)
+        except SnapshotError as error:
+            snapshot = error
+        timer = from_epoch_ms(row["timer"]) if row["timer"] is not None else None
+        entries.append(StateEntry(plain, snapshot, row["size"], timer, row["partition_id"]))
+    return entries
+
+
+def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
+    """Live keys, total bytes and the largest key of a step's state."""
+    from pyspark.sql import functions as F
+
+    frame = state_frame(spark, checkpoint, operator_id=operator_id)
+    sized = frame.select("key", F.length("value.groupState.snapshot").alias("size"))
+    totals = sized.agg(F.count("*").alias("keys"), F.sum("size").alias("bytes")).collect()[0]
+    largest = sized.orderBy(F.col("size").desc()).limit(1).collect()
+    key_names = frame.schema["key"].dataType.fieldNames()
+    return {
+        "live_keys": totals["keys"],
+        "total_bytes": totals["bytes"] or 0,
+        "largest_key": plain_key(tuple(largest[0]["key"]), len(key_names) == 1)
+        if largest else None,
+        "largest_bytes": largest[0]["size"] if largest else 0,
+    }
+
+
+def last_watermark_ms(checkpoint: str) -> int:
+    """The watermark the next micro-batch would use (Spark's commit log)."""
+    commits = os.path.join(checkpoint, "commits")
+    numbered = sorted((int(n) for n in os.listdir(commits) if n.isdigit()), reverse=True) \
+        if os.path.isdir(commits) else []
+    for number in numbered:
+        with open(os.path.join(commits, str(number))) as handle:
+            for line in handle:
+                line = line.strip()
+                if line.startswith("{"):
+                    return int(json.loads(line).get("nextBatchWatermarkMs", 0))
+    return 0
+
+
+def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
+           batch: bool = False, step_id: Optional[str] = None, operator_id: int = 0,
+           spark=None):
+    """End a checkpointed stream: for every live key, restore from the
+    checkpoint's snapshot, fire a due timer, call ``on_eof``; return the
+    outputs as a DataFrame (key columns, then ``output_schema``). ``now`` is
+    the watermark the next micro-batch would have had (EventTime) or the wall
+    clock (ProcessingTime). The checkpoint is not modified. ``spark``
+    defaults to the active session.
+
+    >>> ends = sw.finish("/tmp/ck", builder=Session,                 # doctest: +SKIP
+    ...                  output_schema="start timestamp, `end` timestamp, events long",
+    ...                  time=sw.EventTime("ts", watermark="10 minutes"))
+    """
+    from pyspark.sql import SparkSession
+    from pyspark.sql import types as T
+
+    spark = spark or SparkSession.getActiveSession()
+    if spark is None:
+        raise ConfigError("finish needs a SparkSession: pass spark= or start one "
+                          "(sparkwax.local_session())")
+    step_id = step_id or f"finish:{getattr(builder, '__qualname__', 'logic')}"
+    time = time if time is not None else ProcessingTime()
+    frame = state_frame(spark, checkpoint, operator_id=operator_id)
+    key_type = frame.schema["key"].dataType
+    schema = _parse_schema(frame, output_schema, step_id)
+    out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
+    now_ms = (last_watermark_ms(checkpoint) if isinstance(time, EventTime)
+              else int(clock.time() * 1000))
+    driver = Driver(builder, step_id=step_id, batch=batch)
+    outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
+    single = len(key_type.fields) == 1
+
+    key_names = key_type.fieldNames()
+
+    def end_keys(frames: Iterator) -> Iterator:
+        for part in frames:
+            keys = list(zip(*(part[name].tolist() for name in key_names)))
+            for key_values, blob in zip(keys, part[_BLOB].tolist()):
+                key = plain_key(key_values, single)
+                act = driver.activate(key, bytes(blob), (), now_ms, eof=True)
+                if act.emits:
+                    yield outputs.frame(key, key_values, act.emits)
+
+    from pyspark.sql import functions as F
+
+    flat = frame.select(*[F.col(f"key.`{n}`").alias(n) for n in key_names],
+                        F.col("value.groupState.snapshot").alias(_BLOB))
+    return flat.mapInPandas(end_keys, schema=out_schema)
+
+
+def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0) -> None:
+    """Remove a checkpoint (offsets, commits and state): the next run of the
+    query starts over from its source. Refuses while a query seems to run on
+    it (a micro-batch written to the log in the last ``idle_seconds`` that is
+    not committed yet, or any log write that recent) unless ``force``."""
+    _require_checkpoint(checkpoint)
+    if not force:
+        busy = running_query_hint(checkpoint, idle_seconds)
+        if busy:
+            raise ConfigError(f"{checkpoint} looks in use: {busy}; stop the query first "
+                              "(or pass force=True / --force)")
+    shutil.rmtree(checkpoint)
+
+
+def running_query_hint(checkpoint: str, idle_seconds: float) -> Optional[str]:
+    """Why the checkpoint looks in use by a running query, or None."""
+    newest = 0.0
+    for log in ("offsets", "commits"):
+        folder = os.path.join(checkpoint, log)
+        if os.path.isdir(folder):
+            for name in os.listdir(folder):
+                newest = max(newest, os.path.getmtime(os.path.join(folder, name)))
+    age = clock.time() - newest if newest else None
+    if age is not None and age < idle_seconds:
+        return f"its log was written {age:.0f} s ago"
+    return None
+
+
+def _require_checkpoint(checkpoint: str) -> None:
+    if not os.path.isdir(os.path.join(checkpoint, "offsets")):
+        raise ConfigError(f"{checkpoint!r} is not a streaming checkpoint (no offsets/ folder)")
+
+
+__all__ = ["StateEntry", "clear", "finish", "last_watermark_ms", "read_entries",
+           "running_query_hint", "state_frame", "state_summary"]

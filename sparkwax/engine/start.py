@@ -1,0 +1,106 @@
+"""``start``: start a streaming query with the checks a checkpoint needs.
+
+Spark checks the key and state schemas of a restarted query, but not a step's
+output schema, its time mode, or a changed number of shuffle partitions (it
+silently keeps the checkpoint's). ``stateful`` records each step's
+description in the metadata of its output columns; ``start`` writes those
+descriptions next to the checkpoint (``<checkpoint>/sparkwax-steps.json``)
+and refuses a restart whose steps differ, saying what changed.
+
+>>> query = sw.start(sessions, checkpoint="/data/ck", path="/data/out")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, List, Optional
+
+from ..errors import ConfigError
+
+STEP_METADATA = "sparkwax.step"
+STEPS_FILE = "sparkwax-steps.json"
+_FROZEN_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass")
+
+
+def steps_in(frame) -> List[Dict[str, Any]]:
+    """The sparkwax step descriptions carried by ``frame``'s columns."""
+    found: Dict[str, Dict[str, Any]] = {}
+    for field in frame.schema.fields:
+        step = (field.metadata or {}).get(STEP_METADATA)
+        if step:
+            found[step["step_id"]] = step
+    return [found[name] for name in sorted(found)]
+
+
+def check_checkpoint(checkpoint: str, steps: List[Dict[str, Any]], confs: Dict[str, str]) -> None:
+    """Compare with what the checkpoint was started with; record it the first time."""
+    path = os.path.join(checkpoint, STEPS_FILE)
+    current = {"steps": {s["step_id"]: s for s in steps}, "confs": confs}
+    if not os.path.exists(path):
+        os.makedirs(checkpoint, exist_ok=True)
+        with open(path, "w") as handle:
+            json.dump(current, handle, indent=2, sort_keys=True)
+        return
+    with open(path) as handle:
+        saved = json.load(handle)
+    changes = describe_changes(saved, current)
+    if changes:
+        raise ConfigError(
+            f"checkpoint {checkpoint} was written by a different query:\n  - "
+            + "\n  - ".join(changes)
+            + "\nRestore the old settings, or start over with a new checkpoint "
+              "(`sparkwax state clear` removes this one).")
+
+
+def describe_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> List[str]:
+    changes = []
+    old_steps, new_steps = saved.get("steps", {}), current.get("steps", {})
+    for name in sorted(set(old_steps) | set(new_steps)):
+        old, new = old_steps.get(name), new_steps.get(name)
+        if old is None or new is None:
+            changes.append(f"step {name!r} {'was added' if old is None else 'was removed'}")
+            continue
+        for field in sorted(set(old) | set(new)):
+            if old.get(field) != new.get(field):
+                changes.append(f"step {name!r}: {field} changed from {old.get(field)!r} "
+                               f"to {new.get(field)!r}")
+    old_confs, new_confs = saved.get("confs", {}), current.get("confs", {})
+    for name in _FROZEN_CONFS:
+        if old_confs.get(name) != new_confs.get(name):
+            changes.append(f"{name} changed from {old_confs.get(name)!r} to "
+                           f"{new_confs.get(name)!r} (Spark keeps the checkpoint's value)")
+    return changes
+
+
+def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
+          trigger: Optional[Dict[str, Any]] = None, output_mode: str = "append",
+          foreach_batch: Optional[Callable] = None, query_name: Optional[str] = None,
+          options: Optional[Dict[str, str]] = None):
+    """Start ``frame`` as a streaming query on ``checkpoint`` after checking it.
+
+    Writes to ``path`` in ``format`` (default Parquet, Spark's exactly-once
+    file sink) or calls ``foreach_batch(batch_frame, batch_id)``. With a
+    ProcessingTime step and no ``trigger``, a 1 second processing-time trigger
+    is set (Spark's default trigger would run no-data batches back to back).
+    """
+    steps = steps_in(frame)
+    spark = frame.sparkSession
+    confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
+    check_checkpoint(checkpoint, steps, confs)
+    writer = frame.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
+    if query_name:
+        writer = writer.queryName(query_name)
+    for name, value in (options or {}).items():
+        writer = writer.option(name, value)
+    if trigger is None and any(s.get("time") == "processing" and s.get("timers")
+                               for s in steps):
+        trigger = {"processingTime": "1 second"}
+    if trigger:
+        writer = writer.trigger(**trigger)
+    if foreach_batch is not None:
+        return writer.foreachBatch(foreach_batch).start()
+    if path is None and format not in ("console", "memory", "noop"):
+        raise ConfigError(f"start needs path= for the {format!r} sink (or foreach_batch=)")
+    writer = writer.format(format)
+    return writer.start(path) if path is not None else writer.start()

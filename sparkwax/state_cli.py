@@ -1,0 +1,121 @@
+"""``sparkwax state show|clear CHECKPOINT``: look at or remove a query's state.
+
+``show`` decodes every key's snapshot through Spark's ``statestore`` reader
+and prints key, snapshot (repr, cut), size and next timer, then a summary
+line; ``--json`` prints one JSON object per key and the summary instead.
+``clear`` removes the checkpoint after a confirmation (``--yes`` skips it),
+and refuses while a query seems to be running on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import List
+
+from .errors import ConfigError, SparkwaxError, short_repr
+
+_SNAPSHOT_WIDTH = 60
+
+
+def state_command(parser: argparse.ArgumentParser):
+    """Show or clear the state of a checkpointed sparkwax query.
+
+    show: decode every key's snapshot from CHECKPOINT (Spark's statestore
+    reader) and print key, snapshot, size in bytes and next timer, with a
+    summary line (live keys, total bytes, largest key).
+    clear: remove CHECKPOINT (offsets, commits and state) so the query starts
+    over from its source; asks for confirmation unless --yes.
+    """
+    actions = parser.add_subparsers(dest="action", metavar="{show,clear}", required=True)
+    show = actions.add_parser("show", help="print the live keys and their snapshots")
+    show.add_argument("checkpoint", help="the query's checkpoint directory")
+    show.add_argument("--key", help="only this key (first key column, as a string)")
+    show.add_argument("--limit", type=int, default=20,
+                      help="at most this many keys, largest first (default 20; 0 = all)")
+    show.add_argument("--operator", type=int, default=0,
+                      help="stateful operator id when the query has several (default 0)")
+    show.add_argument("--json", action="store_true", help="JSON lines for machines")
+    show.add_argument("--master", default="local[2]", help="Spark master for the reader")
+    clear = actions.add_parser("clear", help="remove the checkpoint (after confirmation)")
+    clear.add_argument("checkpoint", help="the query's checkpoint directory")
+    clear.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    clear.add_argument("--force", action="store_true",
+                       help="clear even if a query seems to be running on it")
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "show":
+            return _show(args)
+        return _clear(args)
+    except SparkwaxError as error:
+        print(f"sparkwax state: {error}", file=sys.stderr)
+        return 2
+
+
+def _show(args) -> int:
+    from .engine.checkpoint import read_entries, state_summary
+    from .engine.session import local_session
+
+    spark = local_session(args.master, app_name="sparkwax-state")
+    entries = read_entries(spark, args.checkpoint, operator_id=args.operator, key=args.key,
+                           limit=args.limit or None)
+    summary = state_summary(spark, args.checkpoint, operator_id=args.operator)
+    if args.json:
+        for entry in entries:
+            print(json.dumps({"key": entry.key, "snapshot": repr(entry.snapshot),
+                              "bytes": entry.size, "timer": _iso(entry.timer),
+                              "partition": entry.partition}, default=str))
+        print(json.dumps({"summary": summary}, default=str))
+        return 0
+    print(format_table(["key", "snapshot", "bytes", "next timer"],
+                       [[short_repr(e.key), _cut(repr(e.snapshot)), str(e.size), _iso(e.timer)]
+                        for e in entries]))
+    shown = f" (showing {len(entries)})" if len(entries) < summary["live_keys"] else ""
+    print(f"{summary['live_keys']} live keys{shown}, {summary['total_bytes']} bytes in all, "
+          f"largest key {summary['largest_key']!r} ({summary['largest_bytes']} bytes)")
+    return 0
+
+
+def _clear(args) -> int:
+    from .engine.checkpoint import clear, running_query_hint
+
+    if not args.force:
+        busy = running_query_hint(args.checkpoint, 120.0)
+        if busy:
+            raise ConfigError(f"{args.checkpoint} looks in use ({busy}); stop the query "
+                              "first or pass --force")
+    if not args.yes:
+        answer = input(f"Remove {args.checkpoint} (offsets, commits and all state)? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing removed")
+            return 1
+    clear(args.checkpoint, force=True)
+    print(f"removed {args.checkpoint}")
+    return 0
+
+
+def format_table(header: List[str], rows: List[List[str]]) -> str:
+    """A plain text table.
+
+    >>> print(format_table(["key", "n"], [["a", "1"], ["bb", "22"]]))
+    key | n
+    ----+---
+    a   | 1
+    bb  | 22
+    """
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
+    line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    rule = "-+-".join("-" * w for w in widths)
+    return "\n".join([line(header), rule] + [line(r) for r in rows])
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _SNAPSHOT_WIDTH else text[:_SNAPSHOT_WIDTH - 3] + "..."
+
+
+def _iso(moment) -> str:
+    return moment.isoformat() if moment is not None else "-"

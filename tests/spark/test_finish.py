@@ -1,0 +1,173 @@
+"""finish (on_eof from a checkpoint), state show/clear, snapshot evolution, start() checks."""
+
+import argparse
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import sparkwax as sw
+from sparkwax.engine.checkpoint import read_entries, state_summary
+from sparkwax.engine.scripted import run_script_on_spark
+from sparkwax.state_cli import state_command
+from sparkwax.testing import Batch, Crash, Eof, run
+from sparkwax.testing.reference import Accumulator
+
+INPUT = "key string, ts timestamp, value long"
+OUTPUT = "kind string, a long, b long"
+TIME = sw.EventTime("ts", watermark="2 minutes")
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def item(key, minutes, value):
+    return (key, {"ts": T0 + timedelta(minutes=minutes), "value": value})
+
+
+SCRIPT = [
+    Batch([item("a", 0, 1), item("b", 1, 2), item("c", 2, 3)]),
+    Batch([item("a", 3, 5), item("b", 30, 6)]),
+    Crash(),
+    Batch([item("c", 40, 7), item("d", 41, 8)]),
+]
+
+
+@pytest.fixture(scope="module")
+def stream_checkpoint(spark, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("finish")
+    online = run_script_on_spark(spark, Accumulator, SCRIPT, input_schema=INPUT,
+                                 output_schema=OUTPUT, time=TIME, workdir=str(workdir))
+    return workdir / "checkpoint", online
+
+
+def test_finish_matches_offline_eof(spark, stream_checkpoint):
+    checkpoint, online = stream_checkpoint
+    before = run(Accumulator, SCRIPT, time=TIME)
+    after = run(Accumulator, SCRIPT + [Eof()], time=TIME)
+    assert {k: [tuple(v) for v in vs] for k, vs in online.by_key.items()} == before.by_key
+    eof_outputs = {k: vs[len(before.by_key.get(k, [])):] for k, vs in after.by_key.items()}
+    eof_outputs = {k: vs for k, vs in eof_outputs.items() if vs}
+    ends = sw.finish(str(checkpoint), builder=Accumulator, output_schema=OUTPUT, time=TIME)
+    got = {}
+    for row in ends.collect():
+        got.setdefault(row["key"], []).append(tuple(row)[1:])
+    assert got == eof_outputs and got  # something really ended
+
+
+def test_state_entries_and_summary_match_offline_snapshots(spark, stream_checkpoint):
+    checkpoint, _ = stream_checkpoint
+    offline = run(Accumulator, SCRIPT, time=TIME)
+    entries = read_entries(spark, str(checkpoint))
+    assert {e.key: e.snapshot for e in entries} == offline.snapshots
+    assert {e.key: e.timer for e in entries} == {k: offline.timers.get(k) for k in
+                                                 offline.snapshots}
+    summary = state_summary(spark, str(checkpoint))
+    assert summary["live_keys"] == len(offline.snapshots)
+    assert summary["total_bytes"] == sum(e.size for e in entries)
+
+
+def _state_cli(argv):
+    parser = argparse.ArgumentParser()
+    handler = state_command(parser)
+    return handler(parser.parse_args(argv))
+
+
+def test_state_show_prints_a_table_and_json(spark, stream_checkpoint, capsys):
+    checkpoint, _ = stream_checkpoint
+    assert _state_cli(["show", str(checkpoint)]) == 0
+    table = capsys.readouterr().out
+    assert [c.strip() for c in table.splitlines()[0].split(" | ")] == ["key", "snapshot", "bytes",
+                                                                      "next timer"]
+    assert "live keys" in table.splitlines()[-1] and "largest key" in table
+    live = sorted(run(Accumulator, SCRIPT, time=TIME).snapshots)
+    assert _state_cli(["show", str(checkpoint), "--key", live[0], "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["key"] for line in lines[:-1]] == [live[0]] and "summary" in lines[-1]
+    assert lines[-1]["summary"]["live_keys"] == len(live)
+
+
+def test_state_clear_asks_and_refuses_while_in_use(stream_checkpoint, tmp_path, capsys,
+                                                   monkeypatch):
+    checkpoint, _ = stream_checkpoint
+    assert _state_cli(["clear", str(checkpoint)]) == 2  # its log was just written
+    assert "looks in use" in capsys.readouterr().err
+    copy = tmp_path / "copy"
+    import shutil
+    shutil.copytree(checkpoint, copy)
+    monkeypatch.setattr("builtins.input", lambda prompt: "n")
+    assert _state_cli(["clear", str(copy), "--force"]) == 1 and copy.exists()
+    assert _state_cli(["clear", str(copy), "--force", "--yes"]) == 0 and not copy.exists()
+
+
+class SumV1(sw.StatefulLogic):
+    def __init__(self, resume=None):
+        self.total = resume or 0
+
+    def on_item(self, value):
+        self.total += value
+        return [(self.total, 1)], sw.RETAIN
+
+    def snapshot(self):
+        return self.total
+
+
+class SumV2(sw.StatefulLogic):
+    """v2 keeps a count too; it migrates v1's int snapshots in __init__."""
+
+    def __init__(self, resume=None):
+        if isinstance(resume, int):
+            resume = {"total": resume, "count": None}
+        state = resume or {"total": 0, "count": 0}
+        self.total, self.count = state["total"], state["count"]
+
+    def on_item(self, value):
+        self.total += value
+        self.count = None if self.count is None else self.count + 1
+        return [(self.total, 2)], sw.RETAIN
+
+    def snapshot(self):
+        return {"total": self.total, "count": self.count}
+
+
+def test_snapshot_written_by_v1_reaches_v2_builder(spark, tmp_path):
+    rows = []
+    source = tmp_path / "in"
+    source.mkdir()
+
+    def run_with(builder, number, values):
+        path = source / f"batch-{number}.json"
+        path.write_text("".join(json.dumps({"key": "k", "value": v}) + "\n" for v in values))
+        stream = spark.readStream.schema("key string, value long").json(str(source))
+        out = sw.stateful(stream, key="key", builder=builder, value="value",
+                          output_schema="total long, version long", step_id="sum")
+        query = sw.start(out, checkpoint=str(tmp_path / "ck"),
+                         foreach_batch=lambda frame, _: rows.extend(frame.collect()))
+        query.processAllAvailable()
+        query.stop()
+
+    run_with(SumV1, 0, [1, 2])
+    run_with(SumV2, 1, [10])
+    assert [tuple(r) for r in rows] in ([("k", 1, 1), ("k", 3, 1), ("k", 13, 2)],
+                                        [("k", 3, 1), ("k", 13, 2)])
+    assert rows[-1]["total"] == 13
+    entries = read_entries(spark, str(tmp_path / "ck"))
+    assert [e.snapshot for e in entries] == [{"total": 13, "count": None}]
+
+
+def test_start_refuses_a_changed_output_schema(spark, tmp_path):
+    (tmp_path / "in").mkdir()
+
+    def attach(schema):
+        stream = spark.readStream.schema("key string, value long").json(str(tmp_path / "in"))
+        return sw.stateful(stream, key="key", builder=SumV1, value="value",
+                           output_schema=schema, step_id="sum")
+
+    query = sw.start(attach("total long, version long"), checkpoint=str(tmp_path / "ck"),
+                     path=str(tmp_path / "out"))
+    query.processAllAvailable()
+    query.stop()
+    with pytest.raises(sw.ConfigError) as refused:
+        sw.start(attach("total long, version long, extra string"),
+                 checkpoint=str(tmp_path / "ck"), path=str(tmp_path / "out"))
+    message = str(refused.value)
+    assert "step 'sum': output changed from 'total bigint, version bigint' to " \
+           "'total bigint, version bigint, extra string'" in message
