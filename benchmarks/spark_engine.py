@@ -81,6 +81,50 @@ def bare_count(key, pdfs, state):
     yield pd.DataFrame({"key": [key[0]], "count": [n]})
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_table():
+    """pid -> (ppid, cpu seconds incl. reaped children) for every process (Linux)."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ppid = int(fields[1])
+        utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+        table[int(name)] = (ppid, (utime + stime + cutime + cstime) / _TICKS)
+    return table
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by ``root`` and its descendants (the JVM, the
+    pyspark daemon and its Python workers). Robust against other load on the
+    machine, unlike wall time; None when /proc is not there."""
+    if root is None or not os.path.isdir("/proc"):
+        return float("nan")
+    table = _proc_table()
+    children = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            total += table[pid][1]
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def jvm_pid(spark):
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    return getattr(proc, "pid", None)
+
+
 def write_data(spark, path: str, rows: int, keys: int) -> str:
     from pyspark.sql import functions as F
 
@@ -118,7 +162,7 @@ def drop_file(parquet: str, source: str, number: int) -> None:
     os.replace(staging, os.path.join(source, f"part-{number:04d}.parquet"))
 
 
-def measure(spark, variant: str, parquet: str, workdir: str, repeat: int):
+def measure(spark, variant: str, parquet: str, workdir: str, repeat: int, root=None):
     run_dir = tempfile.mkdtemp(prefix=f"{variant.replace('.', '_')}-", dir=workdir)
     source = os.path.join(run_dir, "input")
     os.makedirs(source)
@@ -129,12 +173,14 @@ def measure(spark, variant: str, parquet: str, workdir: str, repeat: int):
     try:
         query.processAllAvailable()  # batch 0: start-up + warm-up
         first = query.lastProgress
-        trigger_ms, wall_ms = [], []
+        trigger_ms, wall_ms, cpu_ms = [], [], []
         for number in range(1, repeat + 1):
             drop_file(parquet, source, number)
+            cpu = tree_cpu_seconds(root)
             start = time.perf_counter()
             query.processAllAvailable()
             wall_ms.append((time.perf_counter() - start) * 1000)
+            cpu_ms.append((tree_cpu_seconds(root) - cpu) * 1000)
             progress = query.lastProgress
             assert progress["numInputRows"] > 0, progress
             trigger_ms.append(progress["durationMs"]["triggerExecution"])
@@ -143,7 +189,7 @@ def measure(spark, variant: str, parquet: str, workdir: str, repeat: int):
         query.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
     return {"warmup_ms": first["durationMs"]["triggerExecution"], "trigger_ms": trigger_ms,
-            "wall_ms": wall_ms, "rows": progress["numInputRows"], "state_rows": state_rows}
+            "wall_ms": wall_ms, "cpu_ms": cpu_ms, "rows": progress["numInputRows"], "state_rows": state_rows}
 
 
 def main(argv=None) -> int:
@@ -161,6 +207,7 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     spark = sw.local_session("local[2]", shuffle_partitions=2)
+    root = jvm_pid(spark)
     workdir = tempfile.mkdtemp(prefix="sparkwax-bench-")
     print(f"Spark {spark.version}, local[2], shuffle partitions "
           f"{spark.conf.get('spark.sql.shuffle.partitions')}, {args.rows:,} rows per "
@@ -170,31 +217,36 @@ def main(argv=None) -> int:
         for keys in args.keys:
             parquet = write_data(spark, os.path.join(workdir, f"data-{keys}"), args.rows, keys)
             for variant in args.variants:
-                r = measure(spark, variant, parquet, workdir, args.repeat)
+                r = measure(spark, variant, parquet, workdir, args.repeat, root)
                 results[keys, variant] = r
                 print(f"  keys={keys:<6} {variant:<14} warm-up {r['warmup_ms']:>6} ms, "
                       f"batches {r['trigger_ms']} ms (wall "
-                      f"{[round(w) for w in r['wall_ms']]}), state rows {r['state_rows']}",
+                      f"{[round(w) for w in r['wall_ms']]}, cpu {[round(c) for c in r['cpu_ms']]}), "
+                      f"state rows {r['state_rows']}",
                       flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()
 
     print()
-    header = (f"{'keys':>7} {'variant':<14} {'best ms':>8} {'median ms':>9} {'rows/s':>11} "
-              f"{'us/group':>9} {'ratio':>6}")
+    header = (f"{'keys':>7} {'variant':<14} {'batch ms':>9} {'med ms':>7} {'rows/s':>9} "
+              f"{'ratio':>6} | {'cpu ms':>7} {'med cpu':>7} {'cpu us/grp':>10} {'cpu ratio':>9}")
     print(header)
     print("-" * len(header))
     for keys in args.keys:
         base = results.get((keys, "bare"))
         for variant in args.variants:
             r = results[keys, variant]
-            best = min(r["trigger_ms"])
+            best, cpu = min(r["trigger_ms"]), min(r["cpu_ms"])
             ratio = f"{best / min(base['trigger_ms']):.2f}" if base else "-"
-            print(f"{keys:>7,} {variant:<14} {best:>8,} {statistics.median(r['trigger_ms']):>9,.0f}"
-                  f" {args.rows / best * 1000:>11,.0f} {best * 1000 / keys:>9,.0f} {ratio:>6}")
-    print("ratio = best batch time / best batch time of 'bare' (goal: sparkwax <= 1.15); "
-          "us/group = best batch time / keys")
+            cpu_ratio = f"{cpu / min(base['cpu_ms']):.2f}" if base else "-"
+            print(f"{keys:>7,} {variant:<14} {best:>9,} {statistics.median(r['trigger_ms']):>7,.0f}"
+                  f" {args.rows / best * 1000:>9,.0f} {ratio:>6} | {cpu:>7,.0f}"
+                  f" {statistics.median(r['cpu_ms']):>7,.0f} {cpu * 1000 / keys:>10,.0f}"
+                  f" {cpu_ratio:>9}")
+    print("batch ms = best durationMs.triggerExecution of the measured batches (wall); "
+          "cpu ms = CPU time of the JVM + Python workers during the batch (best);\n"
+          "ratio = variant / 'bare' (goal: sparkwax <= 1.15); cpu us/grp = cpu ms / keys")
     print(f"total {time.perf_counter() - started:.0f} s")
     return 0
 

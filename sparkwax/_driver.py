@@ -305,3 +305,13 @@ def _max_ms(current: Optional[int], micros: int) -> Optional[int]:
     """Max event time in ms (a late item is below it anyway, so it never moves it)."""
     ms = micros // 1000
     return ms if current is None or ms > current else current
+
+
+def sorted_keys(keys: List[Any]) -> List[Any]:
+    """Unique keys in the order hosts run them: sorted (by repr when the keys
+    are not comparable), so runs are reproducible."""
+    unique = list(dict.fromkeys(keys))
+    try:
+        return sorted(unique)
+    except TypeError:
+        return sorted(unique, key=lambda k: (type(k).__name__, repr(k)))

@@ -48,15 +48,22 @@ def encode(snapshot: object, *, step_id: str, key: object) -> bytes:
         return _PLAIN_HEADER + pickle.dumps(snapshot, protocol=_PROTOCOL)
     except Exception as plain_error:  # PicklingError, TypeError, AttributeError...
         try:
-            import cloudpickle
-
-            return _CLOUD_HEADER + cloudpickle.dumps(snapshot, protocol=_PROTOCOL)
+            return _CLOUD_HEADER + _cloudpickle().dumps(snapshot, protocol=_PROTOCOL)
         except Exception as cloud_error:
             raise SnapshotError(
                 step_id, key, "snapshot", snapshot,
                 f"snapshot() returned a value that cannot be pickled: {plain_error}; "
                 "return plain data (dicts, tuples, numbers, strings, datetimes)",
             ) from cloud_error
+
+
+def _cloudpickle():
+    """cloudpickle, or PySpark's bundled copy on executors that lack the package."""
+    try:
+        import cloudpickle
+    except ImportError:
+        from pyspark import cloudpickle
+    return cloudpickle
 
 
 def blob_info(blob: bytes, *, step_id: str = "?", key: object = None) -> BlobInfo:
@@ -86,7 +93,7 @@ def decode(blob: bytes, *, step_id: str, key: object) -> object:
     info = blob_info(blob, step_id=step_id, key=key)
     try:
         if info.serializer == "cloudpickle":
-            import cloudpickle  # noqa: F401  (registers what by-value classes need)
+            _cloudpickle()  # registers what by-value classes need
         return pickle.loads(memoryview(blob)[HEADER_SIZE:])
     except Exception as error:
         raise SnapshotError(step_id, key, "decode", bytes(blob[:16]),

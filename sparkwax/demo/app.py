@@ -29,22 +29,28 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from ..errors import ConfigError, SparkwaxError
-from ..timers import EventTime, duration_ms
+from ..timers import EPOCH, EventTime, duration_ms
 from . import clickstream
 from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
 
 DEFAULT_OUTPUT = "./sparkwax-demo-out"
 DEFAULT_EVENTS = 200_000
-DEFAULT_BATCHES = 20
+DEFAULT_BATCHES = 12
 DEFAULT_SEED = 7
 AVAILABLE_NOW = "available-now"
 WATERMARK = "5 minutes"
 MARKER = ".sparkwax-demo"
 QUERIES = ("sessions", "alerts")
+
+
+# pyspark's applyInPandasWithState pads its output frames with all-NA rows and
+# concatenates them, which makes pandas >= 2.1 warn once per group on stderr.
+_QUIET_WORKERS = {"spark.executorEnv.PYTHONWARNINGS":
+                  "ignore:The behavior of DataFrame concatenation:FutureWarning"}
 
 
 class DemoError(SparkwaxError):
@@ -215,14 +221,23 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
     import sparkwax
 
     owned = SparkContext._active_spark_context is None
-    say("starting Spark..." if owned else "using the running SparkSession")
-    spark = sparkwax.local_session(options.master)
+    if owned:
+        say(f"starting Spark ({options.master})...")
+        spark = sparkwax.local_session(options.master, conf=_QUIET_WORKERS)
+    else:
+        # Not ours: reuse it as it is (no config changes, and never stopped here).
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        ignored = "" if spark.sparkContext.master == options.master else (
+            f"; --master {options.master} is ignored")
+        say(f"using the running SparkSession ({spark.sparkContext.master}{ignored})")
     try:
+        stream_started = time.perf_counter()
         queries = _start_queries(spark, paths, checkpoint, trigger, options.format)
         say(f"streaming with trigger {options.trigger!r}, watermark {WATERMARK}, "
             f"master {spark.sparkContext.master}, "
             f"{spark.conf.get('spark.sql.shuffle.partitions')} state partitions")
-        stream_started = time.perf_counter()
         try:
             _follow(queries, trigger, say)
         finally:
@@ -284,7 +299,7 @@ def _start_queries(spark, paths, checkpoint, trigger, fmt):
         order_by=["ts", "event_id"], step_id="sessions")
     alerts = sparkwax.stateful(
         source.where(F.col("event_type") == "purchase")
-              .select("card_id", "ts", "event_id", "amount", "user_id"),
+              .select("card_id", "ts", "event_id", "amount"),
         key="card_id", builder=CardFraud, output_schema=ALERT_SCHEMA, time=time_mode,
         order_by=["ts", "event_id"], step_id="alerts")
     started = {}
@@ -435,7 +450,13 @@ def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
         report.late = report.events - report.session_events - report.open_events
 
     alerts = spark.read.schema(f"card_id string, {ALERT_SCHEMA}").parquet(paths["alerts"])
-    rows = [r.asDict() for r in alerts.orderBy("detected_at", "card_id").collect()]
+    rows = []
+    for r in alerts.select("card_id", "rule", "purchases", "amount",
+                           F.unix_micros("detected_at").alias("detected_us"))\
+            .orderBy("detected_us", "card_id").collect():
+        alert = r.asDict()
+        alert["detected_at"] = from_epoch_us(alert.pop("detected_us"))
+        rows.append(alert)
     report.alerts = len(rows)
     by_card: Dict[str, List[dict]] = {}
     for alert in rows:
@@ -454,15 +475,16 @@ def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
 def _state_snapshots(spark, checkpoint: str, step_id: str) -> Optional[list]:
     """The decoded snapshots of the query's live keys (Spark's ``statestore``
     reader at the last committed batch), or None if they cannot be read."""
-    from .. import recovery
+    from ..engine.checkpoint import read_entries
 
     try:
-        rows = (spark.read.format("statestore").load(checkpoint)
-                .select("key", "value.groupState.snapshot").collect())
-    except Exception:  # e.g. no state yet, or a Spark without the reader
+        entries = read_entries(spark, checkpoint, step_id=step_id)
+    except Exception:  # e.g. a Spark without the reader
         return None
-    return [recovery.decode(bytes(r["snapshot"]), step_id=step_id, key=tuple(r["key"])[0])
-            for r in rows if r["snapshot"] is not None]
+    snapshots = [entry.snapshot for entry in entries]
+    if any(isinstance(s, Exception) for s in snapshots):
+        return None
+    return snapshots
 
 
 # --- summary ----------------------------------------------------------------------
@@ -488,7 +510,7 @@ def _print_summary(report: DemoReport, say: "_Printer") -> None:
     rows.append(("revenue", f"${report.revenue:,.2f}", "in closed sessions"))
     if report.open_events is not None:
         rows.append(("late events dropped", f"{report.late:,}",
-                     f"at or behind the {WATERMARK} watermark"))
+                     f"at or behind the watermark ({WATERMARK} behind the newest event)"))
     rows.append(("fraud alerts", f"{report.alerts:,}",
                  f"on {len(report.alerts_by_card)} cards (CardFraud); "
                  f"{len(report.fraud_cards)} cards had planted bursts"))
@@ -529,6 +551,10 @@ def _table(rows: Sequence[Sequence[str]], aligns: str) -> List[str]:
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(round(seconds)), 60)
     return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def from_epoch_us(micros: int) -> datetime:
+    return EPOCH + timedelta(microseconds=int(micros))
 
 
 def _when(moment) -> str:

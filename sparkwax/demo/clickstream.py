@@ -149,7 +149,7 @@ def _user_sessions(rng: random.Random, user: str, cards: Sequence[str], out: lis
 
 def _session(rng: random.Random, user: str, cards: Sequence[str], t: int, out: list) -> int:
     """One visit starting at ``t`` (ms); returns the time of its last event."""
-    length = 1 + min(int(rng.expovariate(1 / 10)), 80)
+    length = 1 + min(int(rng.expovariate(1 / 17)), 150)
     cart: List[int] = []
     purchases = 0
     for position in range(length):
@@ -294,7 +294,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         description="Write the demo's seeded e-commerce clickstream as micro-batch files.")
     parser.add_argument("--events", type=int, default=200_000,
                         help="number of events (default: %(default)s)")
-    parser.add_argument("--batches", type=int, default=20,
+    parser.add_argument("--batches", type=int, default=12,
                         help="number of files, one per micro-batch (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=7, help="random seed (default: %(default)s)")
     parser.add_argument("--format", choices=FORMATS, default="json",

@@ -104,7 +104,9 @@ class CardFraud(StatefulLogic):
     further alert is emitted until the burst ends. A burst (and all memory of
     the card) ends when the card has been idle for ``window``: the timer at
     ``newest + window`` discards the key, which also forgets old purchases and
-    keeps idle cards out of the state store.
+    keeps idle cards out of the state store. A purchase that arrives a whole
+    ``window`` after the newest one, before the timer could fire (both in one
+    micro-batch), starts afresh the same way.
 
     Values are dicts with ``ts`` (aware datetime) and ``amount`` (dollars).
     """
@@ -120,7 +122,12 @@ class CardFraud(StatefulLogic):
         self.recent: List[Tuple[datetime, int]] = list(recent)  # sorted (ts, cents)
 
     def on_item(self, purchase):
-        bisect.insort(self.recent, (purchase["ts"], to_cents(purchase.get("amount"))))
+        ts = purchase["ts"]
+        if self.recent and ts >= self.recent[-1][0] + self.window:
+            # Idle for a whole window (the timer was not due yet in this
+            # micro-batch): the same as on_notify followed by a fresh card.
+            self.recent, self.alerted = [], False
+        bisect.insort(self.recent, (ts, to_cents(purchase.get("amount"))))
         newest = self.recent[-1][0]
         cutoff = newest - self.window
         if self.recent[0][0] <= cutoff:

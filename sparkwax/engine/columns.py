@@ -50,7 +50,8 @@ def values_and_times(frame: pd.DataFrame, layout: InputLayout
         return (), ([] if layout.event_column else None)
     if layout.order_by and len(frame) > 1:
         frame = frame.sort_values(list(layout.order_by), kind="stable", na_position="first")
-    columns = [_column(frame[source], kind) for source, kind in zip(layout.sources, layout.kinds)]
+    columns = [_column(_column_values(frame, source), kind)
+               for source, kind in zip(layout.sources, layout.kinds)]
     if layout.scalar:
         values = columns[0]
     else:
@@ -63,7 +64,25 @@ def values_and_times(frame: pd.DataFrame, layout: InputLayout
     return values, times
 
 
-def _column(series: pd.Series, kind: str) -> list:
+_GET_COLUMN_ARRAY = getattr(pd.DataFrame, "_get_column_array", None)
+
+
+def _column_values(frame: pd.DataFrame, source: str):
+    """The stored values of one column (what ``frame[source].tolist()`` reads).
+
+    On a fresh frame (every group's frame is fresh) ``frame[source]`` builds
+    and caches a Series, ~4x the cost of reading the block's array directly;
+    the Series is used where that private pandas accessor is missing or the
+    column name is not unique."""
+    if _GET_COLUMN_ARRAY is not None:
+        loc = frame.columns.get_loc(source)
+        if type(loc) is int:
+            return _GET_COLUMN_ARRAY(frame, loc)
+    return frame[source]
+
+
+def _column(series, kind: str) -> list:
+    """A column (a Series or the array behind one) as a list of Python values."""
     if kind == INTEGER:
         if series.dtype.kind == "f":
             return [None if x != x else int(x) for x in series.tolist()]
@@ -74,7 +93,7 @@ def _column(series: pd.Series, kind: str) -> list:
                 for x in micros]
     if series.dtype == object:
         return series.tolist()
-    if series.dtype.kind == "f" and series.hasnans:
+    if series.dtype.kind == "f" and bool(pd.isna(series).any()):
         return [None if x != x else x for x in series.tolist()]
     return series.tolist()
 

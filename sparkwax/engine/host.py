@@ -7,6 +7,7 @@ call, state row ``(snapshot binary, timer long)``); ``BoundedHost`` is the
 
 from __future__ import annotations
 
+import warnings
 from typing import Iterator, Optional, Tuple
 
 import pandas as pd
@@ -15,6 +16,11 @@ from .._driver import Driver
 from ..timers import host_timeout_ms, processing_timeout_duration_ms
 from .columns import InputLayout, group_frame, plain_key, values_and_times
 from .outputs import OutputBuilder
+
+# PySpark 4.3's worker pads group frames with pd.concat, which warns once per
+# group on pandas 2.x; hosts are imported in every worker, so silence it here.
+warnings.filterwarnings("ignore", category=FutureWarning,
+                        message="The behavior of DataFrame concatenation with empty")
 
 NO_TIMEOUT, PROCESSING, EVENT = "NoTimeout", "ProcessingTimeTimeout", "EventTimeTimeout"
 
@@ -81,4 +87,6 @@ class BoundedHost:
         values, times = values_and_times(frame, self.layout)
         act = self.driver.activate_bounded(key, values, event_times=times,
                                            delay_ms=self.delay_ms)
+        if not act.emits:
+            return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
         return self.outputs.frame(key, key_values, act.emits)

@@ -21,6 +21,8 @@ from ..timers import EventTime, ProcessingTime
 from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
 from .host import EVENT, NO_TIMEOUT, PROCESSING, BoundedHost, StreamingHost
 from .outputs import OutputBuilder
+from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
+from .shipping import ensure_shipped
 from .start import STEP_METADATA
 
 STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
@@ -29,33 +31,49 @@ _EVENT_US = "__sw_event_us"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
+HOSTS = ("per_key", "packed")
+PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False),
+                                    T.StructField("buckets", T.LongType(), False)])
+
+
 def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
              output_schema: Union[str, T.StructType], time=None,
              order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
-             step_id: Optional[str] = None) -> DataFrame:
+             step_id: Optional[str] = None, host: str = "per_key",
+             buckets: Optional[int] = None) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
     Output rows are the key columns followed by ``output_schema``. See the
-    user guide for time modes, ordering and schemas.
+    user guide for time modes, ordering and schemas. ``host="packed"`` runs
+    many keys per Spark group (``buckets`` of them, default 4 x shuffle
+    partitions) with the same semantics; see docs/performance.md.
     """
-    return _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch=False)
+    return _plan(df, key, builder, output_schema, time, order_by, value, step_id, False,
+                 host, buckets)
 
 
 def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
                    output_schema: Union[str, T.StructType], time=None,
                    order_by: Union[None, str, Sequence[str]] = None,
-                   value: Optional[str] = None, step_id: Optional[str] = None) -> DataFrame:
+                   value: Optional[str] = None, step_id: Optional[str] = None,
+                   host: str = "per_key", buckets: Optional[int] = None) -> DataFrame:
     """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per activation)."""
-    return _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch=True)
+    return _plan(df, key, builder, output_schema, time, order_by, value, step_id, True,
+                 host, buckets)
 
 
-def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch):
+def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch, host,
+          buckets):
     step_id = step_id or f"{'stateful_batch' if batch else 'stateful'}:{_name(builder)}"
     keys = [key] if isinstance(key, str) else list(key)
     time = time if time is not None else ProcessingTime()
     if not isinstance(time, (ProcessingTime, EventTime)):
         raise ConfigError(f"step {step_id!r}: time must be ProcessingTime() or EventTime(...), "
                           f"got {time!r}")
+    if host not in HOSTS:
+        raise ConfigError(f"step {step_id!r}: host must be one of {HOSTS}, got {host!r}")
+    if host == "packed":
+        buckets = _bucket_count(df, buckets, step_id)
     schema = _parse_schema(df, output_schema, step_id)
     fields = {f.name: f for f in df.schema.fields}
     _require_columns(step_id, "key", keys, fields)
@@ -78,6 +96,7 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     if not value_names:
         raise ConfigError(f"step {step_id!r}: no value columns left besides the key {keys}")
 
+    ensure_shipped(df.sparkSession)
     driver = Driver(builder, step_id=step_id, batch=batch)
     projected = _project(df, keys, value_names, order, fields, time)
     event_source = {time.column: _EVENT_US} if event else {}
@@ -93,20 +112,49 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
     grouped_on = [F.col(f"`{k}`") for k in keys]
     single = len(keys) == 1
+    delay = time.delay_ms if event else 0
+    if host == "packed":
+        bucket = F.pmod(F.xxhash64(*grouped_on), F.lit(buckets)).alias(BUCKET_COLUMN)
+        if not df.isStreaming:
+            function = PackedBoundedHost(driver, layout, outputs, keys, delay)
+            return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
+                _as_function(function), schema=out_schema)
+        if event:
+            projected = projected.withWatermark(time.column, time.spark_delay)
+        timeout = _timeout(builder, driver, time, step_id)
+        function = PackedHost(driver, layout, outputs, timeout, keys, buckets, time.kind)
+        result = projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandasWithState(
+            _as_function(function), outputStructType=out_schema,
+            stateStructType=PACKED_STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
+        state = f"packed/1 buckets={buckets}"
+        return _describe(result, _step_description(step_id, keys, fields, schema, time,
+                                                   timeout, state))
     if not df.isStreaming:
-        host = BoundedHost(driver, layout, outputs, time.delay_ms if event else 0, single)
-        return projected.groupBy(*grouped_on).applyInPandas(_as_function(host), schema=out_schema)
+        function = BoundedHost(driver, layout, outputs, delay, single)
+        return projected.groupBy(*grouped_on).applyInPandas(_as_function(function),
+                                                            schema=out_schema)
     if event:
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = _timeout(builder, driver, time, step_id)
-    host = StreamingHost(driver, layout, outputs, timeout, single)
+    function = StreamingHost(driver, layout, outputs, timeout, single)
     result = projected.groupBy(*grouped_on).applyInPandasWithState(
-        _as_function(host), outputStructType=out_schema, stateStructType=STATE_SCHEMA,
+        _as_function(function), outputStructType=out_schema, stateStructType=STATE_SCHEMA,
         outputMode="append", timeoutConf=timeout)
-    return _describe(result, _step_description(step_id, keys, fields, schema, time, timeout))
+    return _describe(result, _step_description(step_id, keys, fields, schema, time, timeout,
+                                               "per_key/1"))
 
 
-def _step_description(step_id, keys, fields, schema, time, timeout) -> dict:
+def _bucket_count(df, buckets: Optional[int], step_id: str) -> int:
+    """Default: 4 x shuffle partitions (frozen into the checkpoint, like them)."""
+    if buckets is None:
+        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        return 4 * partitions
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 1:
+        raise ConfigError(f"step {step_id!r}: buckets must be a positive int, got {buckets!r}")
+    return buckets
+
+
+def _step_description(step_id, keys, fields, schema, time, timeout, state) -> dict:
     """What a checkpoint must keep stable for this step (see start.py)."""
     return {
         "step_id": step_id,
@@ -116,7 +164,7 @@ def _step_description(step_id, keys, fields, schema, time, timeout) -> dict:
         "event_time": f"{time.column} - {time.delay_ms} ms" if isinstance(time, EventTime)
         else None,
         "timers": timeout != NO_TIMEOUT,
-        "state": "per_key/1",
+        "state": state,
     }
 
 
@@ -128,7 +176,7 @@ def _describe(frame: DataFrame, description: dict) -> DataFrame:
 
 def _as_function(host):
     """PySpark inspects the function's signature: hand it a plain function."""
-    if isinstance(host, BoundedHost):
+    if isinstance(host, (BoundedHost, PackedBoundedHost)):
         def run_bounded_group(key, frame):
             return host(key, frame)
         return run_bounded_group

@@ -32,7 +32,8 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
                         output_schema: str, key: str = "key", time=None, order_by=None,
                         value: Optional[str] = None, batch: bool = False,
                         step_id: Optional[str] = None, workdir: Optional[str] = None,
-                        trigger: Optional[Dict[str, Any]] = None) -> RunResult:
+                        trigger: Optional[Dict[str, Any]] = None, host: str = "per_key",
+                        buckets: Optional[int] = None) -> RunResult:
     """Outputs (with ``Row`` values turned into tuples) of the script on Spark."""
     workdir = workdir or tempfile.mkdtemp(prefix="sparkwax-script-")
     source, checkpoint = os.path.join(workdir, "input"), os.path.join(workdir, "checkpoint")
@@ -51,7 +52,8 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
             .json(source)
         attach = stateful_batch if batch else stateful
         out = attach(stream, key=key, builder=builder, output_schema=output_schema, time=time,
-                     order_by=order_by, value=value, step_id=step_id)
+                     order_by=order_by, value=value, step_id=step_id, host=host,
+                     buckets=buckets)
         writer = out.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
         if trigger:
             writer = writer.trigger(**trigger)

@@ -25,21 +25,29 @@ STATE_STORES = {
 }
 
 
-def local_session(master: str = "local[*]", *, app_name: str = "sparkwax",
+def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
                   shuffle_partitions: Optional[int] = None, state_store: Optional[str] = None,
                   log_level: str = "ERROR", conf: Optional[Dict[str, str]] = None):
     """Get or create a SparkSession: ``shuffle.partitions`` = cores (Spark's
     200 costs ~20 s per micro-batch on 2 cores), UI off, Arrow on, UTC session
     time zone, workers on this interpreter, quiet logs. ``state_store`` is
     ``"hdfs"`` (Spark's default) or ``"rocksdb"`` (with changelog
-    checkpointing). ``conf`` entries win over these defaults."""
+    checkpointing). ``conf`` entries win over these defaults.
+
+    ``master`` defaults to ``local[*]``, or, in a script launched by
+    ``spark-submit`` (or ``sparkwax submit``), to spark-submit's ``--master``;
+    there the submitted ``--conf`` values also win over these defaults (the
+    arguments of this function still win over both)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    cores = _cores(master)
+    submitted = _submitted_conf()
+    if master is None and submitted is None:
+        master = "local[*]"
+    cores = _cores(master or submitted.get("spark.master", "local[*]"), submitted or {})
     settings = {
-        "spark.sql.shuffle.partitions": str(shuffle_partitions or cores),
+        "spark.sql.shuffle.partitions": str(cores),
         "spark.default.parallelism": str(cores),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -48,16 +56,18 @@ def local_session(master: str = "local[*]", *, app_name: str = "sparkwax",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR",
     }
+    if submitted is not None:  # spark-submit's --conf values win over the defaults above
+        settings = {name: value for name, value in settings.items() if name not in submitted}
+    if shuffle_partitions:
+        settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     if state_store is not None:
-        if state_store not in STATE_STORES:
-            raise ConfigError(f"state_store must be one of {sorted(STATE_STORES)}, "
-                              f"got {state_store!r}")
-        settings["spark.sql.streaming.stateStore.providerClass"] = STATE_STORES[state_store]
-        if state_store == "rocksdb":
-            settings["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = \
-                "true"
+        settings.update(_store_settings(state_store))
     settings.update(conf or {})
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder
+    if submitted is None or "spark.app.name" not in submitted:
+        builder = builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
     for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
@@ -65,9 +75,38 @@ def local_session(master: str = "local[*]", *, app_name: str = "sparkwax",
     return spark
 
 
-def _cores(master: str) -> int:
+def _store_settings(state_store: str) -> Dict[str, str]:
+    if state_store not in STATE_STORES:
+        raise ConfigError(f"state_store must be one of {sorted(STATE_STORES)}, "
+                          f"got {state_store!r}")
+    settings = {"spark.sql.streaming.stateStore.providerClass": STATE_STORES[state_store]}
+    if state_store == "rocksdb":
+        settings["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = "true"
+    return settings
+
+
+def _submitted_conf() -> Optional[Dict[str, str]]:
+    """spark-submit's configuration when this script runs under it (its JVM
+    is already up and hands the gateway to Python), else None."""
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
+
+
+def _cores(master: str, submitted: Dict[str, str]) -> int:
+    """Task slots to size partitions by: N of local[N], else the submitted
+    spark.cores.max or executor instances x cores, else this machine's cores."""
     if master.startswith("local[") and master.endswith("]"):
         inside = master[len("local["):-1].split(",")[0]
         if inside.isdigit():
             return int(inside)
+    if submitted.get("spark.cores.max", "").isdigit():
+        return int(submitted["spark.cores.max"])
+    instances = submitted.get("spark.executor.instances", "")
+    per_executor = submitted.get("spark.executor.cores", "")
+    if instances.isdigit() and per_executor.isdigit():
+        return int(instances) * int(per_executor)
     return os.cpu_count() or 2

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import recovery
-from .._driver import Driver
+from .._driver import Driver, sorted_keys
 from ..errors import ConfigError, InputError
 from ..timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout,
                       host_timeout_fired, require_aware, to_epoch_ms, to_epoch_us)
@@ -301,13 +301,3 @@ def value_sorter(order_by, time) -> Callable[[Sequence], Sequence]:
         return tuple((value[c] is not None, value[c]) for c in columns)
 
     return lambda values: sorted(values, key=sort_key)
-
-
-def sorted_keys(keys: List[Any]) -> List[Any]:
-    """Unique keys in sorted order (by repr when the keys are not comparable)."""
-    unique = list(dict.fromkeys(keys))
-    try:
-        return sorted(unique)
-    except TypeError:
-        return sorted(unique, key=lambda k: (type(k).__name__, repr(k)))
-

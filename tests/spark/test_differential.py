@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,46 +43,54 @@ def _offline_as_rows(result, fields):
             for k, vs in result.by_key.items()}
 
 
+HOSTS = pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
+
+
+@HOSTS
 @settings(settings.get_profile("spark"))
-@given(event_scripts())
-def test_streaming_matches_offline_accumulator(spark, tmp_path_factory, script):
+@given(script=event_scripts())
+def test_streaming_matches_offline_accumulator(spark, tmp_path_factory, host, buckets, script):
     offline = run(Accumulator, script, time=TIME)
     online = run_script_on_spark(spark, Accumulator, script, input_schema=INPUT,
-                                 output_schema=ACC_OUT, time=TIME,
+                                 output_schema=ACC_OUT, time=TIME, host=host, buckets=buckets,
                                  workdir=str(tmp_path_factory.mktemp("acc")))
     assert _per_key(online) == _per_key(offline)
 
 
+@HOSTS
 @settings(settings.get_profile("spark"))
-@given(event_scripts())
-def test_streaming_matches_offline_sessions(spark, tmp_path_factory, script):
+@given(script=event_scripts())
+def test_streaming_matches_offline_sessions(spark, tmp_path_factory, host, buckets, script):
     offline = run(SessionTracker, script, time=sw.EventTime("ts"))
     online = run_script_on_spark(spark, SessionTracker, script, input_schema=INPUT,
                                  output_schema=SESSION_OUT, time=sw.EventTime("ts"),
+                                 host=host, buckets=buckets,
                                  workdir=str(tmp_path_factory.mktemp("sessions")))
     assert _per_key(online) == _offline_as_rows(offline, ["start", "end", "events"])
 
 
-def test_streaming_batch_logic_matches_offline(spark, tmp_path):
+@HOSTS
+def test_streaming_batch_logic_matches_offline(spark, tmp_path, host, buckets):
     script = [Batch([("a", {"ts": _t(1), "value": 1}), ("a", {"ts": _t(2), "value": 2}),
                      ("b", {"ts": _t(3), "value": 3})]),
               Crash(),
               Batch([("a", {"ts": _t(4), "value": 4})])]
     offline = run(BatchCounter, script, batch=True, time=TIME)
     online = run_script_on_spark(spark, BatchCounter, script, input_schema=INPUT,
-                                 output_schema="n long", time=TIME, batch=True,
-                                 workdir=str(tmp_path))
+                                 output_schema="n long", time=TIME, batch=True, host=host,
+                                 buckets=buckets, workdir=str(tmp_path))
     assert offline.by_key == {"a": [2, 3], "b": [1]}
     assert _per_key(online) == {k: [(v,) for v in vs] for k, vs in offline.by_key.items()}
 
 
+@HOSTS
 @settings(settings.get_profile("spark"))
-@given(items)
-def test_bounded_matches_offline(spark, items):
+@given(items=items)
+def test_bounded_matches_offline(spark, host, buckets, items):
     rows = [(k, v["ts"], v["value"]) for k, v in items]
     frame = spark.createDataFrame(rows, INPUT)
     online = sw.stateful(frame, key="key", builder=Accumulator, output_schema=ACC_OUT,
-                         time=TIME).collect()
+                         time=TIME, host=host, buckets=buckets).collect()
     offline = run_bounded(Accumulator, items, time=TIME)
     got = {}
     for row in online:  # one key's rows come from one group, in emission order

@@ -9,3 +9,7 @@ from docs_blocks import run_blocks  # noqa: E402
 
 def test_guide_all_blocks(spark):
     assert run_blocks("guide.md", spark=True) >= 7
+
+
+def test_operators_all_blocks(spark):
+    assert run_blocks("operators.md", spark=True) >= 20

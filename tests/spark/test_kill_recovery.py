@@ -8,9 +8,11 @@ and the offline runner's."""
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
@@ -108,11 +110,19 @@ def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, st
     killed_after = _run_with_kills(tmp_path, "killed", store, rng)
     assert len(killed_after) == KILLS and killed_after[-1] < FILES + 1
 
-    calm, killed = _outputs(spark, tmp_path / "calm" / "out"), _outputs(spark, tmp_path / "killed" / "out")
-    assert killed == calm
-    assert _state(spark, tmp_path / "killed" / "ck") == _state(spark, tmp_path / "calm" / "ck")
-
     offline = run(Accumulator, batches, time=TIME)
     expected = Counter((key, *value) for key, value in offline.outputs)
-    assert calm == expected
-    assert {k: v[0] for k, v in _state(spark, tmp_path / "calm" / "ck").items()} == offline.snapshots
+    calm, killed = _outputs(spark, tmp_path / "calm" / "out"), _outputs(spark, tmp_path / "killed" / "out")
+    try:
+        assert calm == expected
+        assert killed == calm, (f"killed after commits {killed_after}: extra "
+                                f"{sorted((killed - calm).items())} missing "
+                                f"{sorted((calm - killed).items())}")
+        assert _state(spark, tmp_path / "killed" / "ck") == _state(spark, tmp_path / "calm" / "ck")
+        assert {k: v[0] for k, v in _state(spark, tmp_path / "calm" / "ck").items()} == \
+            offline.snapshots
+    except AssertionError:
+        keep = Path(tempfile.mkdtemp(prefix=f"sparkwax-kill-failure-{store}-"))
+        shutil.copytree(tmp_path, keep, dirs_exist_ok=True)
+        print(f"kept the failing run's folders in {keep}")
+        raise

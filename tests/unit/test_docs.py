@@ -9,3 +9,7 @@ from docs_blocks import run_blocks  # noqa: E402
 
 def test_guide_offline_blocks():
     assert run_blocks("guide.md", spark=False) >= 4
+
+
+def test_operators_offline_blocks():
+    assert run_blocks("operators.md", spark=False) >= 14

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 import sparkwax
-from sparkwax import (RETAIN, BuilderError, CallbackError, ConfigError, EventTime, InputError,
+from sparkwax import (RETAIN, BuilderError, CallbackError, ConfigError, EventTime, InputError, SchemaError,
                       LogicError, NotifyAtError, ReturnValueError, SnapshotError, SparkwaxError,
                       StatefulLogic)
 from sparkwax._driver import Driver
@@ -291,7 +291,7 @@ def test_non_callable_builder():
 
 def test_every_error_derives_from_sparkwax_error():
     for cls in (BuilderError, CallbackError, NotifyAtError, ReturnValueError, SnapshotError,
-                InputError):
+                InputError, SchemaError):
         assert issubclass(cls, LogicError)
     for cls in (LogicError, ConfigError):
         assert issubclass(cls, SparkwaxError)
@@ -300,7 +300,8 @@ def test_every_error_derives_from_sparkwax_error():
     exported = {getattr(sparkwax, name) for name in sparkwax.__all__
                 if name.endswith("Error")}
     assert exported == {BuilderError, CallbackError, ConfigError, InputError, LogicError,
-                        NotifyAtError, ReturnValueError, SnapshotError, SparkwaxError}
+                        NotifyAtError, ReturnValueError, SchemaError, SnapshotError,
+                        SparkwaxError}
 
 
 def test_config_and_input_errors_from_the_runner():

@@ -1,0 +1,166 @@
+"""The packed host: many keys per Spark group, same semantics as per key.
+
+Spark's pandas stateful path costs milliseconds per group per micro-batch
+whatever the logic does. The packed host groups rows by a stable hash bucket
+of the key (``pmod(xxhash64(key), buckets)``) and, inside one call, runs the
+shared driver once per user key that has rows, or whose timer the per-key host
+would have woken (the same ``host_timeout`` rule, kept per key). A bucket's
+state row is ``(keys binary, buckets long)``: ``keys`` is a pickle of
+``{key: (snapshot_blob, timer_ms, armed_timeout_ms)}``; blobs of keys that did
+not run are reused as they are, not re-pickled. The bucket's Spark timeout is
+the earliest armed timeout of its keys.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+from .._driver import Driver, sorted_keys
+from ..errors import ConfigError
+from ..timers import host_timeout, host_timeout_fired
+from .columns import InputLayout, group_frame, values_and_times
+from .host import EVENT, NO_TIMEOUT
+from .outputs import OutputBuilder
+
+BUCKET_COLUMN = "__sw_bucket"
+Entry = Tuple[bytes, Optional[int], Optional[int]]  # blob, timer, armed timeout
+
+
+def split_by_key(frame: pd.DataFrame, key_names: Sequence[str], layout: InputLayout):
+    """Yield ``(key_values, values, event_times)`` per key of ``frame``, rows in
+    ``order_by`` order within a key (one stable sort, one pass for values)."""
+    if len(frame) == 0:
+        return
+    order = list(key_names) + [c for c in layout.order_by if c not in key_names]
+    frame = frame.sort_values(order, kind="stable", na_position="first", ignore_index=True)
+    unsorted = InputLayout(layout.names, layout.sources, layout.kinds, layout.scalar, (),
+                           layout.event_column)
+    values, times = values_and_times(frame, unsorted)
+    key_lists = [frame[name].tolist() for name in key_names]
+    starts = _group_starts([frame[name].to_numpy() for name in key_names])
+    bounds = list(starts) + [len(frame)]
+    for begin, end in zip(bounds, bounds[1:]):
+        key_values = tuple(column[begin] for column in key_lists)
+        yield key_values, values[begin:end], (None if times is None else times[begin:end])
+
+
+def _group_starts(columns: List[np.ndarray]) -> np.ndarray:
+    n = len(columns[0])
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for column in columns:
+        if n > 1:
+            change[1:] |= np.asarray(column[1:] != column[:-1], dtype=bool)
+    return np.flatnonzero(change)
+
+
+class PackedHost:
+    """The applyInPandasWithState function of a packed step (one bucket per call)."""
+
+    def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
+                 timeout: str, key_names: Sequence[str], buckets: int, time_kind: str):
+        self.driver = driver
+        self.layout = layout
+        self.outputs = outputs
+        self.timeout = timeout
+        self.key_names = list(key_names)
+        self.single = len(self.key_names) == 1
+        self.buckets = buckets
+        self.time_kind = time_kind
+
+    def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
+        keys = self._restore(state)
+        frame = group_frame(frames) if not state.hasTimedOut else _drain(frames)
+        now_ms = self._now(state)
+        runs: Dict[Any, Tuple[Tuple, Sequence, Optional[list]]] = {}
+        for key_values, values, times in split_by_key(frame, self.key_names, self.layout):
+            runs[key_values[0] if self.single else key_values] = (key_values, values, times)
+        woken = [k for k, entry in keys.items()
+                 if k not in runs and host_timeout_fired(entry[2], now_ms)]
+        pieces = []
+        for key in sorted_keys(list(runs) + woken):
+            key_values, values, times = runs.get(key) or (self._key_values(key), (), None)
+            if times is None and self.layout.event_column is not None:
+                times = []
+            entry = keys.get(key)
+            act = self.driver.activate(key, entry[0] if entry else None, values, now_ms,
+                                       event_times=times)
+            if act.state is None:
+                keys.pop(key, None)
+            else:
+                armed = (host_timeout(self.time_kind, act.timer, now_ms)
+                         if act.timer is not None and self.timeout != NO_TIMEOUT else None)
+                keys[key] = (act.state, act.timer, armed)
+            if act.emits:
+                pieces.append(self.outputs.frame(key, key_values, act.emits))
+        self._commit(state, keys, now_ms)
+        if pieces:
+            yield pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
+
+    def _restore(self, state) -> Dict[Any, Entry]:
+        if not state.exists:
+            return {}
+        blob, buckets = state.get
+        if buckets != self.buckets:
+            raise ConfigError(
+                f"step {self.driver.step_id!r}: the checkpoint's state was written with "
+                f"buckets={buckets}, this query uses buckets={self.buckets}; the bucket count "
+                "is frozen into a checkpoint (like spark.sql.shuffle.partitions)")
+        return pickle.loads(blob)
+
+    def _commit(self, state, keys: Dict[Any, Entry], now_ms: int) -> None:
+        if not keys:
+            state.remove()
+            return
+        state.update((pickle.dumps(keys, protocol=5), self.buckets))
+        armed = [entry[2] for entry in keys.values() if entry[2] is not None]
+        if not armed or self.timeout == NO_TIMEOUT:
+            return
+        earliest = min(armed)
+        if self.timeout == EVENT:
+            state.setTimeoutTimestamp(max(earliest, now_ms, 1))
+        else:
+            state.setTimeoutDuration(max(earliest - now_ms, 1))
+
+    def _now(self, state) -> int:
+        if self.timeout == EVENT or self.layout.event_column is not None:
+            return state.getCurrentWatermarkMs()
+        return state.getCurrentProcessingTimeMs()
+
+    def _key_values(self, key) -> Tuple:
+        return (key,) if self.single else tuple(key)
+
+
+class PackedBoundedHost:
+    """applyInPandas over buckets of a bounded DataFrame: each key as one sequence."""
+
+    def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
+                 key_names: Sequence[str], delay_ms: int):
+        self.driver = driver
+        self.layout = layout
+        self.outputs = outputs
+        self.key_names = list(key_names)
+        self.single = len(self.key_names) == 1
+        self.delay_ms = delay_ms
+
+    def __call__(self, bucket_key, frame: pd.DataFrame) -> pd.DataFrame:
+        pieces = []
+        for key_values, values, times in split_by_key(frame, self.key_names, self.layout):
+            key = key_values[0] if self.single else key_values
+            act = self.driver.activate_bounded(key, values, event_times=times,
+                                               delay_ms=self.delay_ms)
+            if act.emits:
+                pieces.append(self.outputs.frame(key, key_values, act.emits))
+        if not pieces:
+            return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
+        return pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
+
+
+def _drain(frames) -> pd.DataFrame:
+    for _ in frames:
+        pass
+    return pd.DataFrame()

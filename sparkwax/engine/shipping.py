@@ -1,0 +1,253 @@
+"""Ship the installed ``sparkwax`` package to Spark executors.
+
+Executors unpickle the stateful step's function, which refers to sparkwax's
+engine by reference, so ``import sparkwax`` must work in every Python worker.
+When sparkwax is not installed on the cluster, the engine zips the package
+the driver runs (once per process, deterministic bytes, named by content
+hash) and adds it to the job with ``SparkContext.addPyFile`` (once per
+SparkContext). Spark puts shipped zips ahead of site-packages on the workers,
+so executors run exactly the driver's sparkwax even where another version is
+installed.
+
+>>> path = build_zip()                                    # doctest: +SKIP
+>>> os.path.basename(path)                                # doctest: +SKIP
+'sparkwax-0.1.0-3f2a9c1b7d20.zip'
+>>> ship_decision("spark://10.0.0.5:7077", None, None)
+(True, 'master spark://10.0.0.5:7077 runs executors in their own Python')
+>>> ship_decision("local[4]", None, None)[0]
+False
+
+The setting: Spark config ``spark.sparkwax.ship`` (wins) or environment
+variable ``SPARKWAX_SHIP``; ``auto`` (default: ship unless the master is
+``local``/``local[N]``, whose workers use the driver's interpreter),
+``true`` (always) or ``false`` (never: sparkwax is installed on the cluster,
+or you pass the zip yourself). A zip already in ``--py-files`` (what
+``sparkwax submit`` does) is not shipped twice.
+
+``python -m sparkwax.engine.shipping`` prints the zip's path, for plain
+``spark-submit --py-files``. This module imports pyspark only inside
+``ensure_shipped``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import sys
+import tempfile
+import zipfile
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from ..errors import ConfigError
+
+CONF_KEY = "spark.sparkwax.ship"
+ENV_KEY = "SPARKWAX_SHIP"
+CACHE_ENV_KEY = "SPARKWAX_SHIP_DIR"
+_ALWAYS = {"true", "always", "force", "yes", "on", "1"}
+_NEVER = {"false", "never", "no", "off", "0"}
+_AUTO = {"auto", ""}
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # zip timestamps: fixed, so equal sources give equal bytes
+_SKIPPED_DIRS = {"__pycache__"}
+_SKIPPED_SUFFIXES = (".pyc", ".pyo")
+_ATTRIBUTE = "_sparkwax_shipped"
+
+log = logging.getLogger("sparkwax.shipping")
+_built: Dict[str, Tuple[tuple, str]] = {}  # package dir -> (fingerprint, zip path)
+
+
+def package_dir() -> str:
+    """The directory of the ``sparkwax`` package this process imported."""
+    import sparkwax
+
+    return os.path.dirname(os.path.abspath(sparkwax.__file__))
+
+
+def package_files(directory: str) -> List[Tuple[str, str]]:
+    """``(path on disk, name in the zip)`` for every file of the package,
+    sorted, without bytecode caches and hidden files."""
+    root = os.path.dirname(directory)
+    found = []
+    for folder, subfolders, files in os.walk(directory):
+        subfolders[:] = sorted(d for d in subfolders
+                               if d not in _SKIPPED_DIRS and not d.startswith("."))
+        for name in files:
+            if name.startswith(".") or name.endswith(_SKIPPED_SUFFIXES):
+                continue
+            path = os.path.join(folder, name)
+            found.append((path, os.path.relpath(path, root).replace(os.sep, "/")))
+    return sorted(found, key=lambda item: item[1])
+
+
+def zip_bytes(files: Iterable[Tuple[str, str]]) -> bytes:
+    """A deterministic zip of ``files`` (same contents, same bytes)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, name in files:
+            info = zipfile.ZipInfo(name, date_time=_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            with open(path, "rb") as handle:
+                archive.writestr(info, handle.read())
+    return buffer.getvalue()
+
+
+def cache_dir() -> str:
+    """Where zips are kept: ``$SPARKWAX_SHIP_DIR`` or a per-user temp folder."""
+    folder = os.environ.get(CACHE_ENV_KEY) or os.path.join(
+        tempfile.gettempdir(), f"sparkwax-ship-{_user()}")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def build_zip(directory: Optional[str] = None, *, target_dir: Optional[str] = None) -> str:
+    """Zip the sparkwax package at ``directory`` (default: the imported one)
+    and return the zip's path, ``sparkwax-<version>-<hash>.zip``. Rebuilt
+    only when a file of the package changed since the last call. If the
+    package itself was imported from a zip, that zip is returned."""
+    if directory is None:
+        archive = _imported_from_zip()
+        if archive is not None:
+            return archive
+        directory = package_dir()
+    directory = os.path.abspath(directory)
+    if not os.path.isfile(os.path.join(directory, "__init__.py")):
+        raise ConfigError(f"cannot ship sparkwax: {directory} is not a package directory")
+    files = package_files(directory)
+    fingerprint = tuple((name, os.stat(path).st_size, os.stat(path).st_mtime_ns)
+                        for path, name in files)
+    cached = _built.get(directory)
+    if cached and cached[0] == fingerprint and os.path.isfile(cached[1]) and target_dir is None:
+        return cached[1]
+    data = zip_bytes(files)
+    name = f"sparkwax-{_version(directory)}-{hashlib.sha256(data).hexdigest()[:12]}.zip"
+    path = os.path.join(target_dir or cache_dir(), name)
+    if not (os.path.isfile(path) and os.path.getsize(path) == len(data)):
+        staging = f"{path}.{os.getpid()}.tmp"
+        with open(staging, "wb") as handle:
+            handle.write(data)
+        os.replace(staging, path)  # atomic: concurrent drivers never see half a zip
+    if target_dir is None:
+        _built[directory] = (fingerprint, path)
+    return path
+
+
+def parse_setting(value: Optional[str], source: str = CONF_KEY) -> str:
+    """``"auto"``, ``"true"`` or ``"false"`` for a user's setting."""
+    text = "" if value is None else str(value).strip().lower()
+    if text in _AUTO:
+        return "auto"
+    if text in _ALWAYS:
+        return "true"
+    if text in _NEVER:
+        return "false"
+    raise ConfigError(f"{source} must be auto, true or false, got {value!r}")
+
+
+def is_local_master(master: Optional[str]) -> bool:
+    """``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: executors are
+    threads of the driver's JVM and run Python workers with the driver's
+    interpreter. (``local-cluster[...]`` is not: it starts executor JVMs.)"""
+    master = (master or "").strip()
+    return master == "local" or master.startswith("local[")
+
+
+def ship_decision(master: Optional[str], conf_value: Optional[str],
+                  env_value: Optional[str], included: Iterable[str] = ()) -> Tuple[bool, str]:
+    """Whether to ship, and why (for the log)."""
+    if any(_is_sparkwax_zip(name) for name in included):
+        return False, "a sparkwax zip is already in the job's Python files"
+    if conf_value is not None and str(conf_value).strip() != "":
+        setting, source = parse_setting(conf_value, CONF_KEY), CONF_KEY
+    else:
+        setting, source = parse_setting(env_value, ENV_KEY), ENV_KEY
+    if setting == "false":
+        return False, f"{source}=false"
+    if setting == "true":
+        return True, f"{source}=true"
+    if is_local_master(master):
+        return False, f"master {master} runs Python workers with the driver's interpreter"
+    return True, f"master {master} runs executors in their own Python"
+
+
+def ensure_shipped(spark) -> Optional[str]:
+    """Make sparkwax importable on ``spark``'s executors; called when a step is
+    planned. Returns the shipped zip's path (now or earlier in this
+    SparkContext), or None when nothing needs shipping."""
+    sc = getattr(spark, "_sc", None)  # None for Spark Connect sessions
+    if sc is None:
+        log.debug("not shipping sparkwax: no SparkContext (Spark Connect); add "
+                  "build_zip() with spark.addArtifacts(path, pyfile=True)")
+        return None
+    shipped = getattr(sc, _ATTRIBUTE, None)
+    if shipped is not None:
+        return shipped or None
+    included = list(getattr(sc, "_python_includes", None) or [])
+    included += [os.path.basename(p) for p in
+                 (sc.getConf().get("spark.submit.pyFiles", "") or "").split(",") if p]
+    ship, reason = ship_decision(sc.master, spark.conf.get(CONF_KEY, None),
+                                 os.environ.get(ENV_KEY), included)
+    if not ship:
+        log.info("not shipping sparkwax: %s", reason)
+        setattr(sc, _ATTRIBUTE, "")
+        return None
+    path = build_zip()
+    sc.addPyFile(path)
+    log.info("shipped sparkwax to executors as %s (%s)", path, reason)
+    setattr(sc, _ATTRIBUTE, path)
+    return path
+
+
+def _is_sparkwax_zip(name: str) -> bool:
+    base = os.path.basename(name)
+    return base.startswith("sparkwax") and base.endswith(".zip")
+
+
+def _imported_from_zip() -> Optional[str]:
+    """The archive sparkwax was imported from (a shipped zip), if any."""
+    import sparkwax
+
+    archive = getattr(getattr(sparkwax, "__loader__", None), "archive", None)
+    if archive and os.path.isfile(archive) and _is_sparkwax_zip(archive):
+        return archive
+    return None
+
+
+def _version(directory: str) -> str:
+    """``__version__`` from the package's ``__init__.py`` without importing it."""
+    with open(os.path.join(directory, "__init__.py"), encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("__version__"):
+                return line.split("=", 1)[1].strip().strip("\"'")
+    return "0"
+
+
+def _user() -> str:
+    try:
+        return str(os.getuid())
+    except AttributeError:  # Windows
+        return os.environ.get("USERNAME", "user")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m sparkwax.engine.shipping [--dir DIR]``: build the zip, print its path."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m sparkwax.engine.shipping",
+        description="Zip the installed sparkwax package for spark-submit --py-files "
+                    "and print the zip's path.")
+    parser.add_argument("--dir", help="write the zip into this folder "
+                                      "(default: a per-user temp folder)")
+    args = parser.parse_args(argv)
+    print(build_zip(target_dir=args.dir))
+    return 0
+
+
+__all__ = ["CONF_KEY", "ENV_KEY", "build_zip", "cache_dir", "ensure_shipped", "is_local_master",
+           "package_files", "parse_setting", "ship_decision", "zip_bytes"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

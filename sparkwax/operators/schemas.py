@@ -1,0 +1,55 @@
+"""Output schemas derived from an input DataFrame (pyspark imported lazily).
+
+Operators that emit input values (``deduplicate``, ``throttle``, late window
+values, ``collect``...) need the input's columns in their ``output_schema``:
+
+    value_fields(events, key="user")   -> "`ts` timestamp, `amount` double"
+    value_struct(events, key="user")   -> "struct<`ts`: timestamp, `amount`: double>"
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence, Union
+
+KeySpec = Union[str, Sequence[str]]
+
+
+def key_list(key: KeySpec) -> List[str]:
+    return [key] if isinstance(key, str) else list(key)
+
+
+def ddl(data_type) -> str:
+    """A Spark data type as DDL, field names quoted (nested types included)."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.StructType):
+        inner = ", ".join(f"{_quote(f.name)}: {ddl(f.dataType)}" for f in data_type.fields)
+        return f"struct<{inner}>"
+    if isinstance(data_type, T.ArrayType):
+        return f"array<{ddl(data_type.elementType)}>"
+    if isinstance(data_type, T.MapType):
+        return f"map<{ddl(data_type.keyType)}, {ddl(data_type.valueType)}>"
+    return data_type.simpleString()
+
+
+def value_columns(df, key: KeySpec):
+    """The fields of ``df`` other than the key columns (what a logic receives)."""
+    keys = set(key_list(key))
+    return [f for f in df.schema.fields if f.name not in keys]
+
+
+def value_fields(df, key: KeySpec) -> str:
+    """DDL of ``df``'s non-key columns, as top-level output fields: use it as
+    ``output_schema`` for an operator that emits its input values."""
+    return ", ".join(f"{_quote(f.name)} {ddl(f.dataType)}" for f in value_columns(df, key))
+
+
+def value_struct(df, key: KeySpec) -> str:
+    """DDL type ``struct<...>`` of ``df``'s non-key columns: a field type for a
+    nested input value (late window values, ``collect`` lists...)."""
+    inner = ", ".join(f"{_quote(f.name)}: {ddl(f.dataType)}" for f in value_columns(df, key))
+    return f"struct<{inner}>"
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

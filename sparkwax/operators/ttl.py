@@ -1,0 +1,108 @@
+"""``with_ttl(builder, ttl)``: drop a key's state after it was idle for ``ttl``.
+
+A wrapper logic around any ``StatefulLogic`` builder: it remembers the
+latest time of the key's values (read with ``ts``) and, once the watermark
+(or, in ProcessingTime mode, the clock) passes that time plus ``ttl``, drops
+the key's state. With ``flush=True`` the inner logic's ``on_eof`` runs first
+and its emits go out (an EOF for that key alone). A value that comes ``ttl``
+or more after the key's latest one finds the old state expired even when the
+watermark has not fired the timer yet. The inner logic's own timers keep
+working; its snapshot is stored inside the wrapper's.
+
+>>> from datetime import datetime, timedelta, timezone
+>>> import sparkwax as sw
+>>> from sparkwax.testing import Batch, Eof, run
+>>> from sparkwax.operators import count_final
+>>> t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+>>> at = lambda m: {"ts": t0 + timedelta(minutes=m)}
+>>> script = [Batch([("a", at(0)), ("b", at(0))]), Batch([("a", at(30))]), Batch([("a", at(61))])]
+>>> out = run(with_ttl(count_final(), timedelta(minutes=20), flush=True), script,
+...           time=sw.EventTime("ts"))
+>>> out.by_key    # a: idle 30 and 31 minutes before its next values; b: by its timer
+{'a': [1, 1], 'b': [1]}
+>>> out.snapshots  # a's last value, not idle yet
+{'a': (1, datetime.datetime(2024, 1, 1, 1, 1, tzinfo=datetime.timezone.utc))}
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..logic import DISCARD, RETAIN, StatefulLogic
+from ._base import Duration, FieldSpec, OperatorBuilder, as_timedelta, time_getter
+
+_NOTHING = ()
+
+
+class TtlLogic(StatefulLogic):
+    """Snapshot: ``(inner_snapshot, last_seen)``."""
+
+    def __init__(self, config, resume=None):
+        self.builder, self.ttl, self.time_of, self.flush = config
+        if resume is None:
+            self.inner, self.last = self.builder(None), None
+        else:
+            inner_snapshot, self.last = resume
+            self.inner = self.builder(inner_snapshot)
+
+    def on_item(self, value):
+        ts = self.time_of(value)
+        flushed = _NOTHING
+        if self.last is not None and ts >= self.last + self.ttl:
+            # Idle for ttl before this value (the watermark had not fired the
+            # timer yet): the old state goes first.
+            if self.flush:
+                flushed, _ = self.inner.on_eof()
+                flushed = list(flushed)
+            self.inner, self.last = self.builder(None), None
+        if self.last is None or ts > self.last:
+            self.last = ts
+        out, discard = self.inner.on_item(value)
+        if flushed:
+            out = flushed + list(out)
+        return out, discard
+
+    def _expiry(self):
+        return None if self.last is None else self.last + self.ttl
+
+    def notify_at(self):
+        inner, expiry = self.inner.notify_at(), self._expiry()
+        if inner is None:
+            return expiry
+        if expiry is None or inner < expiry:
+            return inner
+        return expiry
+
+    def on_notify(self):
+        inner, expiry = self.inner.notify_at(), self._expiry()
+        fired = self.notify_at()
+        emits = []
+        if inner is not None and inner <= fired:
+            out, discard = self.inner.on_notify()
+            emits.extend(out)
+            if discard:
+                return emits, DISCARD
+        if expiry is not None and expiry <= fired:
+            if self.flush:
+                out, _ = self.inner.on_eof()
+                emits.extend(out)
+            return emits, DISCARD
+        return emits, RETAIN
+
+    def on_eof(self):
+        return self.inner.on_eof()
+
+    def snapshot(self):
+        return (self.inner.snapshot(), self.last)
+
+
+def with_ttl(builder: Callable, ttl: Duration, *, ts: FieldSpec = "ts",
+             flush: bool = False) -> OperatorBuilder:
+    """Wrap ``builder``'s logic so a key idle for ``ttl`` (no value with a
+    later ``ts``) has its state dropped, after ``inner.on_eof()`` if
+    ``flush``. Works for any ``StatefulLogic`` (not ``StatefulBatchLogic``)."""
+    if not callable(builder):
+        raise TypeError(f"with_ttl needs a builder, got {builder!r}")
+    name = getattr(builder, "__qualname__", None) or type(builder).__name__
+    return OperatorBuilder(f"with_ttl({name})", TtlLogic,
+                           (builder, as_timedelta(ttl, "ttl"), time_getter(ts), bool(flush)))

@@ -1,0 +1,584 @@
+"""Event-time windows: tumbling, sliding and session windows per key.
+
+A window operator is one logic per key that keeps that key's open windows:
+``fold_window``, ``collect_window``, ``count_window``, ``reduce_window``,
+``max_window``, ``min_window`` and ``join_window``, each over a
+``TumblingWindower``, ``SlidingWindower`` or ``SessionWindower``.
+
+Every emit is a :class:`WindowOut` ``(window_id, open_time, close_time,
+value, late)``: a window's result (``late=None``), or a late input value
+(``late=<the value>``, ``value=None``).
+
+Time (see docs/operators.md, "Windows"):
+
+- A value's time is read with ``ts`` (a field name or a callable).
+- The key's *watermark* is the engine's watermark as far as the logic knows
+  it (the timers that fired) or, with ``lateness=``, the key's latest event
+  time minus ``lateness`` if that is later. A window closes (emits its result
+  and drops its state) when the watermark reaches its close time; all open
+  windows close at EOF.
+- A value is *late* when it would go into a window that is already closed
+  (sessions: when its time is at or behind the key's watermark). It is
+  reported on the late output and otherwise ignored. Rows at or behind the
+  engine's watermark never reach the logic (the engine drops them), so late
+  reports come from ``lateness=`` closing windows ahead of the engine.
+- A key with no open window is discarded. Its newest window always closes
+  after the key's own watermark, so when the last one closes the engine's
+  watermark has passed everything the key closed and no late value can reach
+  it any more. (Should a key's watermark still be ahead of the engine's, as can
+  happen in ProcessingTime mode, it keeps only that watermark, with a timer,
+  until the engine catches up.) No empty state is kept forever.
+
+>>> from datetime import datetime, timedelta, timezone
+>>> import sparkwax as sw
+>>> from sparkwax.testing import Batch, Eof, run
+>>> t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+>>> at = lambda m: {"ts": t0 + timedelta(minutes=m)}
+>>> op = count_window(TumblingWindower(timedelta(minutes=10), align_to=t0))
+>>> out = run(op, [Batch([("a", at(1)), ("a", at(4)), ("a", at(12))]), Eof()],
+...           time=sw.EventTime("ts"))
+>>> [(w.window_id, w.open_time.minute, w.value) for w in out.by_key["a"]]
+[(0, 0, 2), (1, 10, 1)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from ..errors import ConfigError
+from ..logic import DISCARD, StatefulLogic
+from ..timers import EPOCH
+from ._base import (Duration, FieldSpec, OperatorBuilder, as_timedelta, aware, epoch_us,
+                    field_getter, identity, later, optional_timedelta, time_getter)
+from .joins import (JoinConfig, join_complete, join_empty, join_insert, join_merge,
+                   join_rows)
+
+LATE_SESSION_ID = -1
+"""The window id of a late value of a session window (which session it missed
+is not known once that session is closed and forgotten)."""
+
+_ZERO = timedelta(0)
+
+
+# -- windowers ------------------------------------------------------------------
+
+
+class FixedWindower:
+    """Tumbling and sliding windows: window ``i`` is
+    ``[align_to + i * offset, align_to + i * offset + length)``."""
+
+    length: timedelta
+    offset: timedelta
+    align_to: datetime
+
+    def _check(self, length, offset, align_to) -> None:
+        length = as_timedelta(length, "window length")
+        offset = as_timedelta(offset, "window offset")
+        if length <= _ZERO or offset <= _ZERO:
+            raise ConfigError(f"window length and offset must be positive, got {length}, "
+                              f"{offset}")
+        if offset > length:
+            raise ConfigError(f"sliding window offset {offset} is longer than its length "
+                              f"{length}: values between windows would be lost")
+        object.__setattr__(self, "length", length)
+        object.__setattr__(self, "align_to", aware(align_to, "align_to"))
+        return offset
+
+    def ids_for(self, ts: datetime) -> range:
+        """The ids of the windows that contain ``ts``."""
+        since = ts - self.align_to
+        return range((since - self.length) // self.offset + 1, since // self.offset + 1)
+
+    def bounds(self, window_id: int):
+        """``(open_time, close_time)`` of window ``window_id``."""
+        open_time = self.align_to + self.offset * window_id
+        return open_time, open_time + self.length
+
+
+@dataclass(frozen=True)
+class SlidingWindower(FixedWindower):
+    """Windows of ``length`` starting every ``offset``, aligned so that a window
+    opens at ``align_to`` (default: the Unix epoch). Open times are inclusive,
+    close times exclusive. Window ``i`` opens at ``align_to + i * offset``
+    (ids are negative before ``align_to``). ``offset`` must not exceed
+    ``length`` (there would be gaps)."""
+
+    length: Duration
+    offset: Duration
+    align_to: datetime = EPOCH
+
+    def __post_init__(self):
+        offset = self._check(self.length, self.offset, self.align_to)
+        object.__setattr__(self, "offset", offset)
+
+
+@dataclass(frozen=True)
+class TumblingWindower(FixedWindower):
+    """Back-to-back windows of ``length`` aligned to ``align_to``: every value
+    is in exactly one window, id ``(ts - align_to) // length``."""
+
+    length: Duration
+    align_to: datetime = EPOCH
+
+    def __post_init__(self):
+        self._check(self.length, self.length, self.align_to)
+
+    @property
+    def offset(self) -> timedelta:
+        return self.length
+
+
+@dataclass(frozen=True)
+class SessionWindower:
+    """Sessions of values separated by at most ``gap``. A session's
+    ``open_time`` is its first value's time and its ``close_time`` its last
+    value's time plus ``gap`` (Spark's ``session_window``); a value within
+    ``gap`` of two sessions merges them. A session's id is its first value's
+    time in epoch microseconds (unique per key, and stable when it grows)."""
+
+    gap: Duration
+
+    def __post_init__(self):
+        object.__setattr__(self, "gap", as_timedelta(self.gap, "session gap"))
+
+
+Windower = Union[FixedWindower, SessionWindower]
+
+
+# -- outputs --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowOut:
+    """One emit of a window operator. A result has ``late=None``; a late value
+    has ``value=None`` and ``late=<the input value>``. On Spark use
+    :func:`window_schema` as the output schema (the field names are the
+    schema's)."""
+
+    window_id: int
+    open_time: Optional[datetime]
+    close_time: Optional[datetime]
+    value: Any = None
+    late: Any = None
+
+
+def window_schema(value: str, late: str = "string") -> str:
+    """The output schema (DDL) of a window operator on Spark: ``value`` is the
+    result's type (``"long"`` for counts, ``"struct<...>"``...), ``late`` the
+    late values' type (``value_struct(df, key)``; never used without
+    ``lateness=``)."""
+    return (f"window_id long, open_time timestamp, close_time timestamp, value {value}, "
+            f"late {late}")
+
+
+def split_late(frame):
+    """A window operator's DataFrame as ``(results, late)``: results without
+    the ``late`` column, late rows with the late value's fields as columns.
+    (For a stream, split inside ``foreachBatch`` rather than running two
+    queries.)"""
+    from pyspark.sql import functions as F
+
+    results = frame.where(F.col("late").isNull()).drop("late")
+    head = [c for c in frame.columns if c not in ("value", "late")]
+    late = frame.where(F.col("late").isNotNull()).select(*[F.col(f"`{c}`") for c in head],
+                                                         "late.*")
+    return results, late
+
+
+# -- aggregations (what a window holds) -----------------------------------------
+#
+# A window is [open_time, close_time, count, acc]; an aggregation says how acc
+# starts, takes a value, merges with a later-opened window and what it emits.
+# ``add``/``merge`` return (acc, emits-now); ``close`` returns the final emits.
+
+_NOTHING = ()
+
+
+class Fold:
+    def __init__(self, builder, folder, merger):
+        self.builder, self.folder, self.merger = builder, folder, merger
+
+    def start(self):
+        return self.builder()
+
+    def add(self, acc, count, value):
+        return self.folder(acc, value), _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        if self.merger is None:
+            raise ConfigError("fold_window over session windows needs merger= to combine "
+                              "the accumulators of two sessions that merge")
+        return self.merger(older, newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Count:
+    def start(self):
+        return None
+
+    def add(self, acc, count, value):
+        return None, _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return None, _NOTHING
+
+    def close(self, acc, count):
+        return [count]
+
+
+class Collect:
+    def start(self):
+        return []
+
+    def add(self, acc, count, value):
+        acc.append(value)
+        return acc, _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return list(older) + list(newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Reduce:
+    def __init__(self, reducer):
+        self.reducer = reducer
+
+    def start(self):
+        return None
+
+    def add(self, acc, count, value):
+        return (value if count == 0 else self.reducer(acc, value)), _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return self.reducer(older, newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Extreme:
+    """Max (``sign=1``) or min (``sign=-1``) by ``by``; ties keep the earlier."""
+
+    def __init__(self, by, sign):
+        self.by, self.sign = by, sign
+
+    def start(self):
+        return None
+
+    def _pick(self, old, new):
+        a, b = self.by(old), self.by(new)
+        return new if ((b > a) if self.sign > 0 else (b < a)) else old
+
+    def add(self, acc, count, value):
+        return (value if count == 0 else self._pick(acc, value)), _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return self._pick(older, newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Join:
+    def __init__(self, config: JoinConfig):
+        self.config = config
+
+    def start(self):
+        return join_empty(self.config)
+
+    def _check(self, seen):
+        mode = self.config.emit_mode
+        if mode == "complete" and join_complete(seen):
+            rows = join_rows(seen)
+            return join_empty(self.config), rows
+        if mode == "running":
+            return seen, join_rows(seen)
+        return seen, _NOTHING
+
+    def add(self, acc, count, value):
+        join_insert(self.config, acc, value)
+        return self._check(acc)
+
+    def merge(self, older, older_count, newer, newer_count):
+        return self._check(join_merge(self.config, older, newer))
+
+    def close(self, acc, count):
+        return join_rows(acc) if self.config.emit_mode == "final" else []
+
+
+# -- the logic ------------------------------------------------------------------
+
+
+def as_window_out(window_id, open_time, close_time, value):
+    return WindowOut(window_id, open_time, close_time, value)
+
+
+def late_window_out(window_id, open_time, close_time, value):
+    return WindowOut(window_id, open_time, close_time, None, value)
+
+
+class WindowConfig:
+    """What a window operator's builder holds."""
+
+    def __init__(self, windower: Windower, agg, ts: FieldSpec, lateness: Optional[Duration],
+                 result: Callable = as_window_out, late: Optional[Callable] = late_window_out):
+        if not isinstance(windower, (FixedWindower, SessionWindower)):
+            raise ConfigError(f"windower must be a TumblingWindower, SlidingWindower or "
+                              f"SessionWindower, got {windower!r}")
+        self.windower = windower
+        self.session = isinstance(windower, SessionWindower)
+        self.agg = agg
+        self.time_of = time_getter(ts)
+        self.lateness = optional_timedelta(lateness, "lateness")
+        self.result = result
+        self.late = late
+
+
+class WindowLogic(StatefulLogic):
+    """One key's windows. Snapshot: ``(watermark, known, windows)`` with
+    ``windows`` a tuple of ``(id, open_time, close_time, count, acc)``;
+    ``watermark`` is the key's watermark (None before it is known) and
+    ``known`` the latest engine watermark the key knows of (from its timers)."""
+
+    def __init__(self, config: WindowConfig, resume=None):
+        self.config = config
+        if resume is None:
+            self.watermark = self.known = None
+            self.windows: Dict[int, list] = {}
+        else:
+            self.watermark, self.known, windows = resume
+            self.windows = {w[0]: [w[1], w[2], w[3], w[4]] for w in windows}
+
+    # callbacks
+
+    def on_item(self, value):
+        config = self.config
+        ts = config.time_of(value)
+        emits: List[Any] = []
+        if config.session:
+            self._session_item(ts, value, emits)
+        else:
+            self._fixed_item(ts, value, emits)
+        if config.lateness is not None:
+            self.watermark = later(self.watermark, ts - config.lateness)
+            self._close_due(emits)
+        return emits, self._discard()
+
+    def notify_at(self):
+        if self.windows:
+            return min(w[1] for w in self.windows.values())
+        if self.watermark is not None and (self.known is None or self.watermark > self.known):
+            return self.watermark  # a husk: forget the key once the engine catches up
+        return None
+
+    def on_notify(self):
+        fired = self.notify_at()  # the engine's watermark has reached it
+        emits: List[Any] = []
+        if fired is not None:
+            self.known = later(self.known, fired)
+            self.watermark = later(self.watermark, fired)
+            self._close_due(emits)
+        return emits, self._discard()
+
+    def on_eof(self):
+        emits: List[Any] = []
+        for window_id in self._by_close(self.windows):
+            self._close(window_id, emits)
+        return emits, DISCARD
+
+    def snapshot(self):
+        return (self.watermark, self.known,
+                tuple((i, w[0], w[1], w[2], w[3]) for i, w in self.windows.items()))
+
+    # internals
+
+    def _discard(self) -> bool:
+        return not self.windows and (self.watermark is None or (
+            self.known is not None and self.watermark <= self.known))
+
+    def _late(self, window_id, open_time, close_time, value, emits) -> None:
+        if self.config.late is not None:
+            emits.append(self.config.late(window_id, open_time, close_time, value))
+
+    def _fixed_item(self, ts, value, emits) -> None:
+        config = self.config
+        windower, agg, watermark = config.windower, config.agg, self.watermark
+        for window_id in windower.ids_for(ts):
+            open_time, close_time = windower.bounds(window_id)
+            if watermark is not None and close_time <= watermark:
+                self._late(window_id, open_time, close_time, value, emits)
+                continue
+            window = self.windows.get(window_id)
+            if window is None:
+                window = self.windows[window_id] = [open_time, close_time, 0, agg.start()]
+            acc, now = agg.add(window[3], window[2], value)
+            window[3] = acc
+            window[2] += 1
+            for out in now:
+                emits.append(config.result(window_id, open_time, close_time, out))
+
+    def _session_item(self, ts, value, emits) -> None:
+        config = self.config
+        if self.watermark is not None and ts <= self.watermark:
+            self._late(LATE_SESSION_ID, None, None, value, emits)
+            return
+        gap, agg = config.windower.gap, config.agg
+        target = None
+        for window_id in self._by_open():
+            window = self.windows[window_id]
+            if window[0] - gap <= ts <= window[1]:
+                target = window_id
+                break
+        if target is None:
+            target = epoch_us(ts)
+            self.windows[target] = [ts, ts + gap, 0, agg.start()]
+        window = self.windows[target]
+        if ts < window[0]:
+            window[0] = ts
+        if ts + gap > window[1]:
+            window[1] = ts + gap
+        acc, now = agg.add(window[3], window[2], value)
+        window[3] = acc
+        window[2] += 1
+        for out in now:
+            emits.append(config.result(target, window[0], window[1], out))
+        self._merge_sessions(emits)
+
+    def _merge_sessions(self, emits) -> None:
+        if len(self.windows) < 2:
+            return
+        agg, result = self.config.agg, self.config.result
+        order = self._by_open()
+        keep_id, keep = order[0], self.windows[order[0]]
+        for window_id in order[1:]:
+            window = self.windows[window_id]
+            if window[0] <= keep[1]:  # opens before the earlier session closes
+                acc, now = agg.merge(keep[3], keep[2], window[3], window[2])
+                keep[3] = acc
+                keep[2] += window[2]
+                if window[1] > keep[1]:
+                    keep[1] = window[1]
+                del self.windows[window_id]
+                for out in now:
+                    emits.append(result(keep_id, keep[0], keep[1], out))
+            else:
+                keep_id, keep = window_id, window
+
+    def _by_open(self) -> List[int]:
+        return sorted(self.windows, key=lambda i: (self.windows[i][0], i))
+
+    def _by_close(self, windows) -> List[int]:
+        return sorted(windows, key=lambda i: (windows[i][1], windows[i][0], i))
+
+    def _close_due(self, emits) -> None:
+        watermark = self.watermark
+        if watermark is None or not self.windows:
+            return
+        due = {i: w for i, w in self.windows.items() if w[1] <= watermark}
+        for window_id in self._by_close(due):
+            self._close(window_id, emits)
+
+    def _close(self, window_id, emits) -> None:
+        open_time, close_time, count, acc = self.windows.pop(window_id)
+        for out in self.config.agg.close(acc, count):
+            emits.append(self.config.result(window_id, open_time, close_time, out))
+
+
+def window_operator(name: str, windower: Windower, agg, *, ts: FieldSpec = "ts",
+                    lateness: Optional[Duration] = None) -> OperatorBuilder:
+    return OperatorBuilder(name, WindowLogic, WindowConfig(windower, agg, ts, lateness))
+
+
+# -- the operators --------------------------------------------------------------
+
+_DOC_COMMON = """
+    ``ts``: the value's time (a field name or a callable returning an aware
+    datetime). ``lateness``: close a window once this key's latest event time
+    minus ``lateness`` reaches its close time, and report later values for it
+    as late (default None: windows close on the engine's watermark only)."""
+
+
+def fold_window(windower: Windower, builder: Callable[[], Any],
+                folder: Callable[[Any, Any], Any], merger: Optional[Callable] = None, *,
+                ts: FieldSpec = "ts", lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Per window, ``acc = folder(acc, value)`` from ``builder()``; emits the
+    accumulator when the window closes. ``merger(older, newer)`` combines the
+    accumulators of two sessions that merge (needed for session windows)."""
+    if isinstance(windower, SessionWindower) and merger is None:
+        raise ConfigError("fold_window over session windows needs merger=(older_acc, "
+                          "newer_acc) -> acc, used when two sessions merge")
+    return window_operator("fold_window", windower, Fold(builder, folder, merger), ts=ts,
+                           lateness=lateness)
+
+
+def collect_window(windower: Windower, *, ts: FieldSpec = "ts",
+                   lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Per window, the list of its values (in the order the logic saw them)."""
+    return window_operator("collect_window", windower, Collect(), ts=ts, lateness=lateness)
+
+
+def count_window(windower: Windower, *, ts: FieldSpec = "ts",
+                 lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Per window, the number of its values."""
+    return window_operator("count_window", windower, Count(), ts=ts, lateness=lateness)
+
+
+def reduce_window(windower: Windower, reducer: Callable[[Any, Any], Any], *,
+                  ts: FieldSpec = "ts", lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Per window, ``reducer(acc, value)`` from its first value."""
+    return window_operator("reduce_window", windower, Reduce(reducer), ts=ts,
+                           lateness=lateness)
+
+
+def max_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
+               lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Per window, the largest value by ``by`` (ties keep the earlier value)."""
+    return window_operator("max_window", windower, Extreme(field_getter(by) or identity, 1),
+                           ts=ts, lateness=lateness)
+
+
+def min_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
+               lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Per window, the smallest value by ``by`` (ties keep the earlier value)."""
+    return window_operator("min_window", windower, Extreme(field_getter(by) or identity, -1),
+                           ts=ts, lateness=lateness)
+
+
+def join_window(windower: Windower, sides: Union[int, Sequence[Any]] = 2, *,
+                insert_mode: str = "last", emit_mode: str = "final", ts: FieldSpec = "ts",
+                lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Join per window: values are ``(side, value)`` pairs and ``ts`` reads the
+    inner value. ``emit_mode="final"`` (default) emits when the window closes,
+    ``"complete"`` as soon as every side has a value (then starts over within
+    the window), ``"running"`` after every value."""
+    inner = field_getter(ts, "ts")
+    if inner is None:
+        raise ConfigError("join_window needs ts=")
+    return window_operator("join_window", windower,
+                           Join(JoinConfig(sides, insert_mode, emit_mode)),
+                           ts=_SideValue(inner), lateness=lateness)
+
+
+class _SideValue:
+    """``get(value)`` of a ``(side, value)`` pair."""
+
+    def __init__(self, get):
+        self.get = get
+
+    def __call__(self, item):
+        return self.get(item[1])
+
+    def __repr__(self) -> str:
+        return f"{self.get!r} of the side's value"
+
+
+for _operator in (fold_window, collect_window, count_window, reduce_window, max_window,
+                  min_window, join_window):
+    _operator.__doc__ += _DOC_COMMON
+del _operator

@@ -1,0 +1,257 @@
+"""``sparkwax submit``: run a sparkwax app with the pip package's ``spark-submit``.
+
+A thin wrapper: it finds ``bin/spark-submit`` inside the installed pyspark
+package, sets ``SPARK_HOME`` to that package, ``PYSPARK_DRIVER_PYTHON`` and
+``PYSPARK_PYTHON`` to this interpreter (``--python`` changes the executors'
+one), adds the sparkwax zip to ``--py-files`` when the master is not local,
+prints the exact command (to stderr) and runs it. Its exit code is
+spark-submit's.
+
+    sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] [-- SPARK-SUBMIT ARGS...]
+
+Everything after ``--`` goes to spark-submit, in front of the app (for example
+``-- --conf spark.sql.shuffle.partitions=4 --py-files mylogic.py``; a
+``--py-files`` there is merged with the sparkwax zip). Every other argument
+after APP.py that is not one of sparkwax submit's own options goes to the
+app. ``--checkpoint DIR`` is passed to the app as ``--checkpoint DIR``: the
+convention is that sparkwax apps take their checkpoint location that way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
+
+USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] "
+         "[-- SPARK-SUBMIT ARGS...]")
+
+EPILOG = """\
+examples:
+  sparkwax submit examples/cluster_app.py --input in/ --output out/ --checkpoint ck/
+      runs on local[*] (spark-submit's default master); nothing is shipped
+  sparkwax submit examples/cluster_app.py --master spark://127.0.0.1:7077 \\
+      --input /data/in --output /data/out --checkpoint /data/ck \\
+      -- --conf spark.sql.shuffle.partitions=4 --executor-memory 1g
+      runs on a standalone cluster; the sparkwax zip goes to --py-files
+  sparkwax submit app.py --dry-run -- --py-files mylogic.py
+      prints the command without running it
+
+The command is printed to stderr before it runs. Configs given after `--`
+(--conf spark.pyspark.python=..., --conf spark.sparkwax.ship=...) win over
+what sparkwax submit sets through the environment. See docs/deploy.md.
+"""
+
+
+def submit_command(parser: argparse.ArgumentParser):
+    """Run a sparkwax app with the pip package's spark-submit.
+
+    Sets SPARK_HOME to the pyspark package, PYSPARK_DRIVER_PYTHON and
+    PYSPARK_PYTHON to this interpreter (--python changes the executors' one),
+    adds the sparkwax zip to --py-files unless the master is local, prints the
+    exact spark-submit command to stderr and runs it; the exit code is
+    spark-submit's. Arguments after APP.py that are not submit's own options
+    go to the app; --checkpoint DIR goes to the app as --checkpoint DIR (the
+    convention for sparkwax apps); everything after -- goes to spark-submit
+    (a --py-files there is merged with the sparkwax zip).
+    """
+    configure(parser)
+    return run
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``submit`` on an argparse ``subparsers`` object."""
+    import inspect
+
+    doc = inspect.getdoc(submit_command)
+    parser = subparsers.add_parser("submit", help=doc.splitlines()[0], description=doc,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(handler=submit_command(parser))
+    return parser
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add submit's arguments, usage and examples to ``parser``."""
+    parser.usage = USAGE
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("app", metavar="APP.py", help="the application script")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="...",
+                        help="app arguments, then -- and spark-submit arguments")
+    _own_options(parser)
+
+
+def _own_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", help="Spark master URL (spark-submit's default: local[*])")
+    parser.add_argument("--checkpoint", metavar="DIR",
+                        help="checkpoint location, passed to the app as --checkpoint DIR")
+    parser.add_argument("--python", metavar="PATH",
+                        help="Python interpreter of the executors (default: this one, "
+                             f"{sys.executable}); it must exist on every worker")
+    parser.add_argument("--ship", choices=["auto", "true", "false"], default=None,
+                        help="ship the sparkwax zip: auto (default: unless the master is "
+                             "local), true, or false (sparkwax is installed on the cluster)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the command and exit without running it")
+
+
+def _own_parser() -> argparse.ArgumentParser:
+    """Parses submit's options when they come after APP.py."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    _own_options(parser)
+    return parser
+
+
+def split_rest(rest: Sequence[str]) -> Tuple[argparse.Namespace, List[str], List[str]]:
+    """``(own options, app args, spark-submit args)`` from what follows APP.py."""
+    rest = list(rest)
+    if "--" in rest:
+        cut = rest.index("--")
+        before, spark_args = rest[:cut], rest[cut + 1:]
+    else:
+        before, spark_args = rest, []
+    own, app_args = _own_parser().parse_known_args(before)
+    return own, app_args, spark_args
+
+
+def spark_home() -> str:
+    """The pip package's Spark home: the ``pyspark`` package directory."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.origin:
+        raise SystemExit("sparkwax submit needs pyspark: pip install 'sparkwax[spark]'")
+    return os.path.dirname(spec.origin)
+
+
+def spark_submit_path(home: Optional[str] = None) -> str:
+    path = os.path.join(home or spark_home(), "bin", "spark-submit")
+    if not os.path.isfile(path):
+        raise SystemExit(f"sparkwax submit: no spark-submit at {path}")
+    return path
+
+
+def _option_value(args: List[str], name: str) -> Tuple[Optional[str], List[str]]:
+    """Remove ``name VALUE`` / ``name=VALUE`` from ``args``; return the last value."""
+    value, kept, skip = None, [], False
+    for index, token in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if token == name and index + 1 < len(args):
+            value, skip = args[index + 1], True
+        elif token.startswith(name + "="):
+            value = token[len(name) + 1:]
+        else:
+            kept.append(token)
+    return value, kept
+
+
+def _has_option(args: List[str], name: str) -> bool:
+    return any(t == name or t.startswith(name + "=") for t in args)
+
+
+def _conf_value(args: List[str], key: str) -> Optional[str]:
+    """The value of ``--conf key=...`` in spark-submit arguments, if any."""
+    value = None
+    for index, token in enumerate(args):
+        item = None
+        if token in ("--conf", "-c") and index + 1 < len(args):
+            item = args[index + 1]
+        elif token.startswith("--conf="):
+            item = token[len("--conf="):]
+        if item is not None and item.split("=", 1)[0] == key and "=" in item:
+            value = item.split("=", 1)[1]
+    return value
+
+
+def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optional[str] = None,
+                  python: Optional[str] = None, ship: Optional[str] = None,
+                  app_args: Sequence[str] = (), spark_args: Sequence[str] = (),
+                  home: Optional[str] = None) -> Tuple[List[str], Dict[str, str]]:
+    """The spark-submit command and the environment variables it sets."""
+    from .engine import shipping
+
+    home = home or spark_home()
+    spark_args = list(spark_args)
+    py_files, spark_args = _option_value(spark_args, "--py-files")
+    if master is None and not _has_option(spark_args, "--master"):
+        master_shown = "local[*]"  # spark-submit's default
+    else:
+        master_shown = master or _option_value(spark_args, "--master")[0]
+    setting = shipping.parse_setting(
+        ship if ship is not None else _conf_value(spark_args, shipping.CONF_KEY),
+        "--ship" if ship is not None else shipping.CONF_KEY)
+    do_ship = setting == "true" or (setting == "auto"
+                                    and not shipping.is_local_master(master_shown))
+    files = [f for f in (py_files or "").split(",") if f]
+    if do_ship:
+        files.insert(0, shipping.build_zip())
+    command = [spark_submit_path(home)]
+    if master is not None:
+        command += ["--master", master]
+    if files:
+        command += ["--py-files", ",".join(files)]
+    if ship is not None:
+        command += ["--conf", f"{shipping.CONF_KEY}={ship}"]
+    command += spark_args
+    command.append(app)
+    command += list(app_args)
+    if checkpoint is not None:
+        command += ["--checkpoint", checkpoint]
+    env = {
+        "SPARK_HOME": home,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYSPARK_PYTHON": python or sys.executable,
+    }
+    return command, env
+
+
+def format_command(command: Sequence[str], env: Dict[str, str]) -> str:
+    """A copy-pasteable shell line."""
+    assignments = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+    return f"{assignments} {shlex.join(command)}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``sparkwax submit``; returns spark-submit's exit code."""
+    own, app_args, spark_args = split_rest(getattr(args, "rest", []) or [])
+
+    def pick(name):  # an option given after APP.py wins over one given before it
+        value = getattr(own, name)
+        return value if value is not None else getattr(args, name, None)
+
+    if "://" not in args.app and not os.path.isfile(args.app):  # local:// hdfs:// s3a:// ...
+        print(f"sparkwax submit: no such app file: {args.app}", file=sys.stderr)
+        return 2
+    command, env = build_command(
+        args.app, master=pick("master"), checkpoint=pick("checkpoint"), python=pick("python"),
+        ship=pick("ship"), app_args=app_args, spark_args=spark_args)
+    print(format_command(command, env), file=sys.stderr, flush=True)
+    if own.dry_run or getattr(args, "dry_run", False):
+        return 0
+    try:
+        return subprocess.run(command, env={**os.environ, **env}).returncode
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m sparkwax.submit ...`` (same as ``sparkwax submit ...``)."""
+    import inspect
+
+    parser = argparse.ArgumentParser(prog="sparkwax submit",
+                                     description=inspect.getdoc(submit_command))
+    configure(parser)
+    return run(parser.parse_args(list(argv) if argv is not None else None))
+
+
+__all__ = ["add_parser", "build_command", "configure", "format_command", "main", "run",
+           "split_rest", "submit_command"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""Event-time windows offline, exact outputs: tumbling, sliding and session
+windows; late data, out-of-order data within the watermark, session merges,
+EOF closing, and no state left behind once a key's windows close."""
+
+from __future__ import annotations
+
+import pickle
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import sparkwax as sw
+from sparkwax.operators import (LATE_SESSION_ID, SessionWindower, SlidingWindower, Tagged,
+                                TumblingWindower, WindowOut, collect_window, count_window,
+                                fold_window, join_window, max_window, min_window,
+                                reduce_window, tag, window_schema)
+from sparkwax.testing import Batch, Crash, Eof, Runner, run, run_bounded
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+TEN = TumblingWindower(timedelta(minutes=10), align_to=T0)
+SLIDING = SlidingWindower(timedelta(minutes=10), timedelta(minutes=5), align_to=T0)
+SESSIONS = SessionWindower(timedelta(minutes=10))
+
+
+def t(minutes):
+    return T0 + timedelta(minutes=minutes)
+
+
+def ev(minutes, x=None):
+    return {"ts": t(minutes), "x": x}
+
+
+def us(minutes):
+    """A session's id: its first value's time in epoch microseconds."""
+    return int((t(minutes) - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds()) \
+        * 1_000_000
+
+
+def W(window_id, open_minutes, close_minutes, value=None, late=None):
+    return WindowOut(window_id, None if open_minutes is None else t(open_minutes),
+                     None if close_minutes is None else t(close_minutes), value, late)
+
+
+def xs(values):
+    return [v["x"] for v in values]
+
+
+# -- windowers --------------------------------------------------------------------
+
+
+def test_window_ids_and_bounds():
+    assert list(TEN.ids_for(t(0))) == [0]
+    assert list(TEN.ids_for(t(9.99))) == [0]
+    assert list(TEN.ids_for(t(10))) == [1]
+    assert list(TEN.ids_for(t(-1))) == [-1]
+    assert TEN.bounds(2) == (t(20), t(30))
+    assert list(SLIDING.ids_for(t(7))) == [0, 1]
+    assert SLIDING.bounds(1) == (t(5), t(15))
+    assert list(SLIDING.ids_for(t(10))) == [1, 2]
+    epoch = TumblingWindower("1 hour")  # default origin: the Unix epoch
+    assert epoch.bounds(epoch.ids_for(t(61))[0]) == (t(60), t(120))
+    assert TumblingWindower(timedelta(minutes=10), T0) == TEN  # Bytewax's argument order
+
+
+def test_windower_validation():
+    with pytest.raises(sw.ConfigError, match="longer than its length"):
+        SlidingWindower(timedelta(minutes=5), timedelta(minutes=10), align_to=T0)
+    with pytest.raises(sw.ConfigError, match="positive"):
+        TumblingWindower(timedelta(0), align_to=T0)
+    with pytest.raises(sw.ConfigError, match="aware"):
+        TumblingWindower(timedelta(minutes=1), align_to=datetime(2024, 1, 1))
+    with pytest.raises(sw.ConfigError, match="merger"):
+        fold_window(SESSIONS, list, lambda acc, v: acc + [v])
+    with pytest.raises(sw.ConfigError, match="windower"):
+        count_window("ten minutes")
+
+
+# -- tumbling -----------------------------------------------------------------------
+
+
+def test_tumbling_out_of_order_within_the_watermark_and_eof_closing():
+    time = sw.EventTime("ts", watermark="5 minutes")
+    script = [
+        Batch([("a", ev(1)), ("a", ev(8)), ("a", ev(3)), ("b", ev(2))]),  # watermark -> 3
+        Batch([("a", ev(12)), ("a", ev(6)), ("b", ev(4))]),   # 6 and 4 are behind, not late
+        Batch([("a", ev(2)), ("a", ev(25))]),                 # 2 <= watermark 7: dropped
+        Eof(),                     # watermark 20 fires window 0; EOF closes the rest
+    ]
+    result = run(count_window(TEN), script, time=time)
+    assert result.by_key == {"a": [W(0, 0, 10, 4), W(1, 10, 20, 1), W(2, 20, 30, 1)],
+                             "b": [W(0, 0, 10, 2)]}
+    assert result.late == 1          # dropped by the engine's watermark, not reported
+    assert result.live_keys == 0
+
+
+def test_windows_close_when_the_watermark_passes_and_keys_are_discarded():
+    script = [Batch([("a", ev(1)), ("a", ev(2)), ("b", ev(3))]),
+              Batch([("c", ev(25))])]               # moves the watermark to 25
+    result = run(count_window(TEN), script, time=sw.EventTime("ts"))
+    assert result.by_key == {"a": [W(0, 0, 10, 2)], "b": [W(0, 0, 10, 1)]}
+    assert result.live_keys == 1                    # only c, with its open window [20, 30)
+    assert result.snapshots["c"] == (None, None, ((2, t(20), t(30), 1, None),))
+
+
+def test_late_values_are_reported_with_lateness():
+    op = collect_window(TEN, lateness="2 minutes")
+    script = [Batch([("a", ev(1, 1)), ("a", ev(9, 2)), ("a", ev(13, 3))]),
+              Batch([("a", ev(8, 4)), ("a", ev(12, 5))]),
+              Eof()]
+    result = run(op, script, time=sw.EventTime("ts", watermark="30 minutes"))
+    # 13 moves a's watermark to 11: window [0, 10) closes at once; 8 is then late
+    # for it (reported, not counted); 12 still joins [10, 20).
+    assert [(w.window_id, w.value and xs(w.value), w.late and w.late["x"])
+            for w in result.by_key["a"]] == [(0, [1, 2], None), (0, None, 4), (1, [3, 5], None)]
+    assert result.by_key["a"][1] == W(0, 0, 10, late=ev(8, 4))
+    assert result.late == 0
+
+
+def test_late_output_of_a_bounded_input():
+    items = [("a", ev(m, m)) for m in (1, 13, 8, 14, 2)]
+    result = run_bounded(count_window(TEN, lateness="1 minute"), items,
+                         time=sw.EventTime("ts", watermark="1 hour"), order_by=lambda v: 0)
+    # arrival order kept (order_by constant): 13 moves a's watermark to 12, so 8 and 2
+    # are late for window 0, which closed with 1 value.
+    assert result.by_key == {"a": [W(0, 0, 10, 1), W(0, 0, 10, late=ev(8, 8)),
+                                   W(0, 0, 10, late=ev(2, 2)), W(1, 10, 20, 2)]}
+
+
+# -- sliding ------------------------------------------------------------------------
+
+
+def test_sliding_windows_overlap():
+    result = run(count_window(SLIDING), [Batch([("a", ev(1)), ("a", ev(7)), ("a", ev(12))]),
+                                         Eof()], time=sw.EventTime("ts"))
+    assert result.by_key == {"a": [W(-1, -5, 5, 1), W(0, 0, 10, 2), W(1, 5, 15, 2),
+                                   W(2, 10, 20, 1)]}
+
+
+def test_sliding_late_only_for_the_closed_windows():
+    op = collect_window(SLIDING, lateness=timedelta(0))
+    script = [Batch([("a", ev(1, 1)), ("a", ev(12, 2))]), Batch([("a", ev(8, 3))]), Eof()]
+    result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
+    got = [(w.window_id, w.value and xs(w.value), w.late and w.late["x"])
+           for w in result.by_key["a"]]
+    # watermark 12 closed [-5, 5) and [0, 10); 8 is late for [0, 10) only.
+    assert got == [(-1, [1], None), (0, [1], None), (0, None, 3), (1, [2, 3], None),
+                   (2, [2], None)]
+
+
+# -- sessions -------------------------------------------------------------------------
+
+
+def test_session_merge_by_an_out_of_order_value():
+    op = collect_window(SESSIONS)
+    script = [Batch([("a", ev(0, 1)), ("a", ev(15, 2))]),   # two sessions
+              Batch([("a", ev(7, 3))]),                     # within 10 min of both: merge
+              Eof()]
+    result = run(op, script, time=sw.EventTime("ts", watermark="30 minutes"))
+    assert result.by_key == {"a": [W(us(0), 0, 25, [ev(0, 1), ev(7, 3), ev(15, 2)])]}
+
+
+def test_sessions_close_on_the_watermark_and_leave_no_husk():
+    op = count_window(SESSIONS)
+    script = [Batch([("a", ev(0)), ("a", ev(5)), ("b", ev(1)), ("a", ev(40))]),
+              Batch([("c", ev(60))]),     # watermark 40: a's first session and b close
+              Batch([("c", ev(90))]),     # watermark 60: a's second session closes
+              Batch([("d", ev(200))])]    # watermark 90: c's first session closes
+    runner = Runner(op, time=sw.EventTime("ts"))
+    live = []
+    for step in script:
+        runner.step(step)
+        live.append(sorted(runner.blobs))
+    result = runner.finish()               # the trailing no-data batch: watermark 200
+    assert live == [["a", "b"], ["a", "c"], ["c"], ["c", "d"]]
+    assert result.by_key == {"a": [W(us(0), 0, 15, 2), W(us(40), 40, 50, 1)],
+                             "b": [W(us(1), 1, 11, 1)],
+                             "c": [W(us(60), 60, 70, 1), W(us(90), 90, 100, 1)]}
+    assert result.live_keys == 1 and list(result.snapshots) == ["d"]
+
+
+def test_many_keys_leave_no_state_after_their_sessions_close():
+    items = [(f"user{n}", ev(n % 7)) for n in range(200)]
+    script = [Batch(items), Batch([("clock", ev(500))])]
+    result = run(count_window(SESSIONS), script + [Batch([("clock", ev(501))])],
+                 time=sw.EventTime("ts"))
+    assert len(result.outputs) == 200
+    assert result.live_keys == 1          # only "clock"
+
+
+def test_session_late_values_with_lateness():
+    op = count_window(SESSIONS, lateness="0 minutes")
+    script = [Batch([("a", ev(0)), ("a", ev(30))]),   # 30 moves a's watermark: [0, 10) closes
+              Batch([("a", ev(5)), ("a", ev(31))]),
+              Eof()]
+    result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
+    assert result.by_key == {"a": [W(us(0), 0, 10, 1), W(LATE_SESSION_ID, None, None,
+                                                          late=ev(5)),
+                                   W(us(30), 30, 41, 2)]}
+
+
+def test_session_merge_of_three_sessions_with_fold():
+    op = fold_window(SESSIONS, list, lambda acc, v: acc + [v["x"]], lambda a, b: a + b)
+    script = [Batch([("a", ev(0, "p")), ("a", ev(12, "q")), ("a", ev(24, "r"))]),
+              Crash(),
+              Batch([("a", ev(6, "s")), ("a", ev(18, "t"))]),
+              Eof()]
+    result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
+    assert result.by_key == {"a": [W(us(0), 0, 34, ["p", "s", "q", "t", "r"])]}
+
+
+# -- the aggregations -------------------------------------------------------------------
+
+VALUES = [("a", ev(1, 4)), ("a", ev(2, 9)), ("a", ev(3, 9)), ("a", ev(4, 1)), ("a", ev(12, 5))]
+
+
+@pytest.mark.parametrize("op,first,second", [
+    (count_window(TEN), 4, 1),
+    (collect_window(TEN), [ev(1, 4), ev(2, 9), ev(3, 9), ev(4, 1)], [ev(12, 5)]),
+    (fold_window(TEN, lambda: 0, lambda acc, v: acc + v["x"]), 23, 5),
+    (reduce_window(TEN, lambda acc, v: {"ts": v["ts"], "x": acc["x"] * v["x"]}),
+     {"ts": t(4), "x": 324}, ev(12, 5)),
+    (max_window(TEN, by="x"), ev(2, 9), ev(12, 5)),        # tie: the earlier 9
+    (min_window(TEN, by=lambda v: v["x"]), ev(4, 1), ev(12, 5)),
+])
+def test_window_aggregations(op, first, second):
+    expected = {"a": [W(0, 0, 10, first), W(1, 10, 20, second)]}
+    assert run_bounded(op, VALUES, time=sw.EventTime("ts")).by_key == expected
+    streamed = run(op, [Batch(VALUES[:2]), Crash(), Batch(VALUES[2:]), Eof()],
+                   time=sw.EventTime("ts", watermark="1 minute"))
+    assert streamed.by_key == expected
+
+
+def test_max_and_min_window_merge_sessions_keeping_the_earlier_tie():
+    script = [Batch([("a", ev(0, 5)), ("a", ev(15, 5))]), Batch([("a", ev(7, 2))]), Eof()]
+    time = sw.EventTime("ts", watermark="1 hour")
+    assert run(max_window(SESSIONS, by="x"), script, time=time).by_key == {
+        "a": [W(us(0), 0, 25, ev(0, 5))]}
+    assert run(min_window(SESSIONS, by="x"), script, time=time).by_key == {
+        "a": [W(us(0), 0, 25, ev(7, 2))]}
+    assert run(reduce_window(SESSIONS, lambda acc, v: {"ts": acc["ts"], "x": acc["x"] + v["x"]}),
+               script, time=time).by_key == {"a": [W(us(0), 0, 25, ev(0, 12))]}
+
+
+# -- join per window -----------------------------------------------------------------
+
+
+def orders_and_payments():
+    return [Batch(tag("orders", [("k1", ev(1, "o1")), ("k2", ev(2, "o2"))])
+                  + tag("payments", [("k1", ev(3, "p1")), ("k1", ev(4, "p2"))])),
+            Batch(tag("orders", [("k1", ev(11, "o3"))])),
+            Eof()]
+
+
+def joined(result):
+    return {k: [(w.window_id, tuple(v and v["x"] for v in w.value)) for w in ws]
+            for k, ws in result.by_key.items()}
+
+
+@pytest.mark.parametrize("emit_mode,insert_mode,expected", [
+    ("final", "last", {"k1": [(0, ("o1", "p2")), (1, ("o3", None))], "k2": [(0, ("o2", None))]}),
+    ("final", "first", {"k1": [(0, ("o1", "p1")), (1, ("o3", None))],
+                        "k2": [(0, ("o2", None))]}),
+    ("final", "product", {"k1": [(0, ("o1", "p1")), (0, ("o1", "p2")), (1, ("o3", None))],
+                          "k2": [(0, ("o2", None))]}),
+    ("complete", "last", {"k1": [(0, ("o1", "p1"))]}),
+    ("running", "last", {"k1": [(0, ("o1", None)), (0, ("o1", "p1")), (0, ("o1", "p2")),
+                                (1, ("o3", None))],
+                         "k2": [(0, ("o2", None))]}),
+])
+def test_join_window(emit_mode, insert_mode, expected):
+    op = join_window(TEN, ("orders", "payments"), emit_mode=emit_mode, insert_mode=insert_mode)
+    result = run(op, orders_and_payments(), time=sw.EventTime("ts"))
+    assert joined(result) == expected
+    assert result.live_keys == 0
+
+
+def test_join_window_over_sessions_merges_sides():
+    op = join_window(SESSIONS, 2, emit_mode="final")
+    script = [Batch([("k", Tagged(0, ev(0, "a"))), ("k", Tagged(1, ev(15, "b")))]),
+              Batch([("k", Tagged(1, ev(7, "c")))]),     # bridges the sessions
+              Eof()]
+    result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
+    # "last" keeps the newer session's value for side 1
+    assert joined(result) == {"k": [(us(0), ("a", "b"))]}
+
+
+# -- state and outputs -----------------------------------------------------------------
+
+
+def test_snapshots_are_plain_data():
+    runner = Runner(join_window(SESSIONS, 2, insert_mode="product"), time=sw.EventTime("ts"))
+    runner.step(Batch([("k", Tagged(0, ev(0, "a"))), ("k", Tagged(1, ev(1, "b")))]))
+    snapshot = runner.finish().snapshots["k"]
+    assert snapshot == (None, None, ((us(0), t(0), t(11), 2, [[ev(0, "a")], [ev(1, "b")]]),))
+    assert b"sparkwax" not in pickle.dumps(snapshot)   # no sparkwax classes inside
+
+
+def test_window_schema():
+    assert window_schema("long") == ("window_id long, open_time timestamp, close_time "
+                                     "timestamp, value long, late string")
+    assert window_schema("double", late="struct<ts: timestamp>").endswith(
+        "late struct<ts: timestamp>")
