@@ -11,6 +11,7 @@ The Spark entry points (``stateful``, ``stateful_batch``, ``local_session``,
 from .errors import (BuilderError, CallbackError, ConfigError, InputError, LogicError,
                      NotifyAtError, ReturnValueError, SchemaError, SnapshotError,
                      SparkwaxError)
+from ._driver import now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from .timers import EventTime, ProcessingTime
 
@@ -27,7 +28,7 @@ __all__ = sorted([
     "Builder", "BuilderError", "CallbackError", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", *_EXPORTED_ENGINE,
+    "StatefulLogic", "now", *_EXPORTED_ENGINE,
 ])
 
 

@@ -24,12 +24,13 @@ no semantics of their own. An activation is:
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 from . import recovery
 from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicError,
                      NotifyAtError, ReturnValueError)
-from .timers import is_due, require_aware, timer_ms
+from .timers import UTC, from_epoch_ms, is_due, require_aware, timer_ms
 
 
 class Activation(NamedTuple):
@@ -107,6 +108,8 @@ class Driver:
             event_times: Optional[Sequence[int]] = None, restored: bool = True):
         """Steps 2-4 on a live (or absent) logic; returns
         ``(logic_or_None, emits, late_count, touched)``."""
+        global _NOW_MS
+        _NOW_MS = now_ms
         emits: List[Any] = []
         touched = False
         if restored and logic is not None and is_due(self.next_timer(key, logic), now_ms):
@@ -178,8 +181,9 @@ class Driver:
             logic, emits, late, _ = self.run(key, None, values, None, eof=True)
             return self.commit(key, logic, emits, late)
         logic, late, max_ms, position, n = None, 0, None, 0, len(values)
+        global _NOW_MS
         while position < n:
-            watermark = _watermark(max_ms, delay_ms)
+            watermark = _NOW_MS = _watermark(max_ms, delay_ms)
             if logic is not None and is_due(self.next_timer(key, logic), watermark):
                 if self._call(key, logic, "on_notify", emits):
                     logic = None
@@ -276,6 +280,28 @@ class Driver:
         except Exception as error:
             raise CallbackError(self.step_id, key, name, NO_VALUE,
                                 f"iterating the emits raised {error!r}") from error
+
+
+_NOW_MS: Optional[int] = None
+
+
+def now() -> Optional[datetime]:
+    """The current activation's ``now`` (the watermark in EventTime mode, the
+    micro-batch's processing time otherwise) as an aware UTC datetime; None
+    outside an activation or when the host has no clock (bounded input in
+    ProcessingTime mode). Read it in ``on_notify`` to close everything that is
+    due at once, e.g. all windows whose close time passed:
+
+    >>> import sparkwax as sw
+    >>> from sparkwax.testing import Batch, run
+    >>> class Clock(sw.StatefulLogic):
+    ...     def __init__(self, resume=None): pass
+    ...     def on_item(self, value): return [sw.now().isoformat()], sw.DISCARD
+    ...     def snapshot(self): return None
+    >>> run(Clock, [Batch([("k", 1)], now=datetime(2024, 1, 1, tzinfo=UTC))]).by_key
+    {'k': ['2024-01-01T00:00:00+00:00']}
+    """
+    return None if _NOW_MS is None else from_epoch_ms(_NOW_MS)
 
 
 class _LazySnapshot:

@@ -41,7 +41,30 @@ DISCARD: bool = True
 _EMPTY: Tuple[()] = ()
 
 
-class StatefulLogic(ABC, Generic[V, W, S]):
+class _LogicDefaults(ABC, Generic[V, W, S]):
+    """What StatefulLogic and StatefulBatchLogic share: timers, EOF, snapshot."""
+
+    RETAIN: bool = RETAIN
+    DISCARD: bool = DISCARD
+
+    def on_notify(self) -> Tuple[Iterable[W], bool]:
+        """The time returned by ``notify_at`` has passed."""
+        return (_EMPTY, RETAIN)
+
+    def on_eof(self) -> Tuple[Iterable[W], bool]:
+        """The input ended (bounded input, or ``sparkwax.finish``)."""
+        return (_EMPTY, RETAIN)
+
+    def notify_at(self) -> Optional[datetime]:
+        """The next time to call ``on_notify`` (aware datetime), or None."""
+        return None
+
+    @abstractmethod
+    def snapshot(self) -> S:
+        """An immutable, picklable copy of the state, passed to the builder."""
+
+
+class StatefulLogic(_LogicDefaults[V, W, S]):
     """Per-key logic fed one value at a time.
 
     Call order in one activation: ``on_notify`` (if the timer is due), then
@@ -49,55 +72,17 @@ class StatefulLogic(ABC, Generic[V, W, S]):
     ``notify_at`` and ``snapshot`` if the logic is retained.
     """
 
-    RETAIN: bool = RETAIN
-    DISCARD: bool = DISCARD
-
     @abstractmethod
     def on_item(self, value: V) -> Tuple[Iterable[W], bool]:
         """Handle one value; return ``(emits, discard)``."""
 
-    def on_notify(self) -> Tuple[Iterable[W], bool]:
-        """The time returned by ``notify_at`` has passed."""
-        return (_EMPTY, RETAIN)
 
-    def on_eof(self) -> Tuple[Iterable[W], bool]:
-        """The input ended (bounded input, or ``sparkwax.finish``)."""
-        return (_EMPTY, RETAIN)
-
-    def notify_at(self) -> Optional[datetime]:
-        """The next time to call ``on_notify`` (aware datetime), or None."""
-        return None
-
-    @abstractmethod
-    def snapshot(self) -> S:
-        """An immutable, picklable copy of the state, passed to the builder."""
-
-
-class StatefulBatchLogic(ABC, Generic[V, W, S]):
+class StatefulBatchLogic(_LogicDefaults[V, W, S]):
     """Per-key logic fed all of an activation's values at once (``on_batch``)."""
-
-    RETAIN: bool = RETAIN
-    DISCARD: bool = DISCARD
 
     @abstractmethod
     def on_batch(self, values: List[V]) -> Tuple[Iterable[W], bool]:
         """Handle the activation's values, in order; return ``(emits, discard)``."""
-
-    def on_notify(self) -> Tuple[Iterable[W], bool]:
-        """The time returned by ``notify_at`` has passed."""
-        return (_EMPTY, RETAIN)
-
-    def on_eof(self) -> Tuple[Iterable[W], bool]:
-        """The input ended (bounded input, or ``sparkwax.finish``)."""
-        return (_EMPTY, RETAIN)
-
-    def notify_at(self) -> Optional[datetime]:
-        """The next time to call ``on_notify`` (aware datetime), or None."""
-        return None
-
-    @abstractmethod
-    def snapshot(self) -> S:
-        """An immutable, picklable copy of the state, passed to the builder."""
 
 
 AnyLogic = Union[StatefulLogic, StatefulBatchLogic, Any]
@@ -118,7 +103,8 @@ def overrides_notify_at(logic_type: type) -> bool:
     for klass in logic_type.__mro__:
         if "notify_at" in vars(klass):
             module = getattr(klass, "__module__", "") or ""
-            is_base = klass.__name__ in ("StatefulLogic", "StatefulBatchLogic") and (
+            is_base = klass.__name__ in ("StatefulLogic", "StatefulBatchLogic",
+                                         "_LogicDefaults") and (
                 module.startswith("sparkwax.") or module.startswith("bytewax.")
             )
             return not is_base

@@ -1,0 +1,540 @@
+"""State designs for the packed host: AIPWS per key vs AIPWS bucketed vs TWS bucketed.
+
+    python benchmarks/packed_designs.py [--quick] [--rows N] [--batches B]
+                                        [--variants ...] [--cases dense sparse]
+
+A research benchmark (DESIGN.md section 6, sparkwax/engine/packed.py); it does
+not use sparkwax itself. One run, one SparkSession: ``local[2]``, 2 shuffle
+partitions, RocksDB state store provider for every variant.
+
+Workload: counting. Input rows ``(key string, v long)``; every variant keeps a
+running count per user key (state = ``pickle.dumps(int)``) and emits
+``(key, count)`` once per key that had rows in the micro-batch.
+
+Variants:
+
+* ``a-aipws-key``  applyInPandasWithState grouped by ``key``; state row =
+                   ``(s binary)`` = pickled int. The baseline (ratio 1.00).
+* ``b-aipws-bkt``  applyInPandasWithState grouped by
+                   ``pmod(xxhash64(key), 8)``; state row = ``(keys binary)`` =
+                   pickle of ``{key: pickled int}``. Touched keys are re-pickled,
+                   untouched keys' bytes are reused, but the whole dict is
+                   unpickled, re-pickled and written on every call (today's
+                   packed host).
+* ``c-tws-bkt``    transformWithStateInPandas grouped by the same bucket; a
+                   ``MapState("keys", "k string", "blob binary")``; only the
+                   touched keys are read (``getValue``) and written
+                   (``updateValue``), one JVM round trip each.
+* ``d-tws-key``    (extra, off in --quick) transformWithStateInPandas grouped by
+                   ``key`` with a ``ValueState`` (TWS per key).
+
+With ``--timers`` every touched key also re-arms a processing-time inactivity
+timeout (now + 1 h, never fires during the run): (a) ``setTimeoutDuration``,
+(b) the bucket's timeout = earliest armed timeout of its keys, (c) the key's
+due time is kept next to its blob in the MapState plus one ``registerTimer``
+per (bucket, distinct due time) and a due-time index ``MapState(due -> keys)``.
+
+Cases (keys touched per batch / keys total):
+
+* ``dense``   10k / 10k: every batch touches every key.
+* ``sparse``  1k / 100k: batch 0 creates the 100k keys, later batches touch a
+              fresh random 1k of them.
+
+Each case starts one streaming query per variant on its own parquet folder
+(``maxFilesPerTrigger=1``, ``noop`` sink, update mode); batch 0 (query start,
+worker warm-up, key creation) is not measured; then B batches of N rows are
+dropped round-robin (variant a, b, c, a, b, c, ...) so that changes in machine
+load hit all variants alike. Reported per variant: median and best
+``durationMs.triggerExecution`` and ``addBatch`` of the measured batches, the
+CPU time of the JVM + Python workers during each batch, the ratio vs (a), and
+the state store metrics of ``stateOperators`` (rows updated, memory, RocksDB
+custom metrics such as put count, bytes copied, flushed bytes), plus the
+state bytes the Python side handed to the store (an accumulator: pickled
+blobs + keys). Only ratios within one run mean anything on a shared machine.
+Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pandas as pd
+
+BUCKETS = 8
+TIMEOUT_MS = 3_600_000
+_BASE_MTIME = 1_600_000_000
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+ALL_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "c-tws-bkt", "d-tws-key"]
+QUICK_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "c-tws-bkt"]
+
+# RocksDB metrics worth a column in the write-amplification table (when present).
+WA_METRICS = ["rocksdbPutCount", "rocksdbBytesCopied", "rocksdbTotalBytesWrittenByFlush",
+              "rocksdbTotalBytesWrittenByCompaction", "rocksdbSstFileSize",
+              "rocksdbWriteBatchBytes"]
+
+
+# --------------------------------------------------------------------------- variants
+# Module-level functions / classes: pickled by cloudpickle by reference to this
+# module's globals, so everything they use is passed in explicitly.
+
+def make_aipws_key(acc, timers: bool):
+    def count_key(key, pdfs, state):
+        n = pickle.loads(state.get[0]) if state.exists else 0
+        for pdf in pdfs:
+            n += len(pdf)
+        blob = pickle.dumps(n)
+        state.update((blob,))
+        acc.add(len(blob) + len(key[0]))
+        if timers:
+            state.setTimeoutDuration(TIMEOUT_MS)
+        yield pd.DataFrame({"key": [key[0]], "count": [n]})
+    return count_key
+
+
+def _counts(pdfs):
+    """(keys list, counts list) of the user keys in a group's frames."""
+    frames = [pdf["key"] for pdf in pdfs]
+    if not frames:
+        return [], []
+    keys = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    counts = keys.value_counts(sort=False)
+    return counts.index.tolist(), counts.tolist()
+
+
+def make_aipws_bucket(acc, timers: bool):
+    def count_bucket(bucket, pdfs, state):
+        keys = pickle.loads(state.get[0]) if state.exists else {}
+        if state.hasTimedOut:
+            for _ in pdfs:
+                pass
+            return
+        names, counts = _counts(pdfs)
+        now = state.getCurrentProcessingTimeMs() if timers else 0
+        out = []
+        for name, c in zip(names, counts):
+            entry = keys.get(name)
+            if timers:
+                n = (pickle.loads(entry[0]) if entry else 0) + c
+                keys[name] = (pickle.dumps(n), now + TIMEOUT_MS)
+            else:
+                n = (pickle.loads(entry) if entry else 0) + c
+                keys[name] = pickle.dumps(n)
+            out.append(n)
+        blob = pickle.dumps(keys, protocol=5)
+        state.update((blob,))
+        acc.add(len(blob))
+        if timers:
+            earliest = min(entry[1] for entry in keys.values())
+            state.setTimeoutDuration(max(earliest - now, 1))
+        if names:
+            yield pd.DataFrame({"key": names, "count": out})
+    return count_bucket
+
+
+def make_tws_bucket(acc, timers: bool):
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class PackedCounter(StatefulProcessor):
+        def init(self, handle):
+            self.handle = handle
+            if timers:
+                self.keys = handle.getMapState("keys", "k string", "blob binary, due long")
+                self.due = handle.getMapState("due", "due long", "keys binary")
+            else:
+                self.keys = handle.getMapState("keys", "k string", "blob binary")
+
+        def handleInputRows(self, key, rows, timerValues):
+            names, counts = _counts(rows)
+            now = timerValues.getCurrentProcessingTimeInMs() if timers else 0
+            written, out = 0, []
+            for name, c in zip(names, counts):
+                row = self.keys.getValue((name,))
+                n = (pickle.loads(row[0]) if row is not None else 0) + c
+                blob = pickle.dumps(n)
+                if timers:
+                    self.keys.updateValue((name,), (blob, now + TIMEOUT_MS))
+                    written += len(blob) + 8
+                else:
+                    self.keys.updateValue((name,), (blob,))
+                    written += len(blob)
+                written += len(name)
+                out.append(n)
+            if timers and names:
+                due = now + TIMEOUT_MS  # one due time for every key touched in this call
+                index = pickle.dumps(names)
+                self.due.updateValue((due,), (index,))
+                self.handle.registerTimer(due)
+                written += len(index) + 8 + 16
+            acc.add(written)
+            if names:
+                yield pd.DataFrame({"key": names, "count": out})
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+            # Lazy due index: keys re-armed since are skipped (their due moved on).
+            due = expiredTimerInfo.getExpiryTimeInMs()
+            row = self.due.getValue((due,))
+            if row is not None:
+                for name in pickle.loads(row[0]):
+                    entry = self.keys.getValue((name,))
+                    if entry is not None and entry[1] == due:
+                        self.keys.removeKey((name,))
+                self.due.removeKey((due,))
+            return iter([])
+
+        def close(self):
+            pass
+
+    return PackedCounter()
+
+
+def make_tws_key(acc, timers: bool):
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class KeyCounter(StatefulProcessor):
+        def init(self, handle):
+            self.handle = handle
+            self.state = handle.getValueState("n", "blob binary")
+
+        def handleInputRows(self, key, rows, timerValues):
+            row = self.state.get()
+            n = pickle.loads(row[0]) if row is not None else 0
+            for pdf in rows:
+                n += len(pdf)
+            blob = pickle.dumps(n)
+            self.state.update((blob,))
+            acc.add(len(blob) + len(key[0]))
+            if timers:  # the old timer has to go, or every key piles up timers
+                for old in self.handle.listTimers():
+                    self.handle.deleteTimer(old)
+                self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + TIMEOUT_MS)
+            yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+            self.state.clear()
+            return iter([])
+
+        def close(self):
+            pass
+
+    return KeyCounter()
+
+
+def build(spark, variant: str, source: str, acc, timers: bool):
+    from pyspark.sql import functions as F
+
+    stream = spark.readStream.schema("key string, v long").option("maxFilesPerTrigger", 1) \
+        .parquet(source)
+    out_schema = "key string, count long"
+    aipws_timeout = "ProcessingTimeTimeout" if timers else "NoTimeout"
+    tws_time = "ProcessingTime" if timers else "None"
+    bucketed = stream.withColumn("bucket", F.expr(f"pmod(xxhash64(key), {BUCKETS})"))
+    if variant == "a-aipws-key":
+        return stream.groupBy("key").applyInPandasWithState(
+            make_aipws_key(acc, timers), outputStructType=out_schema,
+            stateStructType="s binary", outputMode="update", timeoutConf=aipws_timeout)
+    if variant == "b-aipws-bkt":
+        return bucketed.groupBy("bucket").applyInPandasWithState(
+            make_aipws_bucket(acc, timers), outputStructType=out_schema,
+            stateStructType="keys binary", outputMode="update", timeoutConf=aipws_timeout)
+    if variant == "c-tws-bkt":
+        return bucketed.groupBy("bucket").transformWithStateInPandas(
+            make_tws_bucket(acc, timers), outputStructType=out_schema,
+            outputMode="Update", timeMode=tws_time)
+    if variant == "d-tws-key":
+        return stream.groupBy("key").transformWithStateInPandas(
+            make_tws_key(acc, timers), outputStructType=out_schema,
+            outputMode="Update", timeMode=tws_time)
+    raise ValueError(variant)
+
+
+# --------------------------------------------------------------------------- data
+
+def write_batches(folder: str, case: str, rows: int, batches: int, seed: int = 0):
+    """Parquet files batch-0000 .. batch-B for ``case``; returns (paths, touched, total)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    if case == "dense":
+        total, touched = 10_000, 10_000
+    elif case == "sparse":
+        total, touched = 100_000, 1_000
+    else:
+        raise ValueError(case)
+    names = np.array([f"user-{i:06d}" for i in range(total)], dtype=object)
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    for number in range(batches + 1):
+        if number == 0 or case == "dense":
+            pool = names  # batch 0 creates every key
+        else:
+            pool = names[rng.choice(total, touched, replace=False)]
+        n = max(rows, len(pool))
+        keys = np.concatenate([pool, pool[rng.integers(0, len(pool), n - len(pool))]])
+        rng.shuffle(keys)
+        table = pa.table({"key": pa.array(keys.tolist(), pa.string()),
+                          "v": pa.array(np.arange(n, dtype=np.int64))})
+        path = os.path.join(folder, f"batch-{number:04d}.parquet")
+        pq.write_table(table, path)
+        paths.append(path)
+    return paths, touched, total
+
+
+def drop_file(parquet: str, source: str, number: int) -> None:
+    staging = os.path.join(os.path.dirname(source), f"staging-{os.path.basename(source)}.tmp")
+    shutil.copyfile(parquet, staging)
+    os.utime(staging, (_BASE_MTIME + number,) * 2)
+    os.replace(staging, os.path.join(source, f"part-{number:04d}.parquet"))
+
+
+# --------------------------------------------------------------------------- measuring
+
+def tree_cpu_seconds(root) -> float:
+    """CPU seconds of ``root`` (the JVM) and its descendants (Python workers)."""
+    if root is None or not os.path.isdir("/proc"):
+        return float("nan")
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        table[int(name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / _TICKS)
+    children = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            total += table[pid][1]
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def state_metrics(progress) -> dict:
+    """Sum of the numeric state operator metrics (incl. customMetrics) of one progress."""
+    out: dict = {}
+    for op in progress.get("stateOperators", []):
+        for name, value in op.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[name] = out.get(name, 0) + value
+        for name, value in (op.get("customMetrics") or {}).items():
+            if isinstance(value, (int, float)):
+                out[name] = out.get(name, 0) + value
+    return out
+
+
+class Run:
+    """One streaming query of one variant of one case."""
+
+    def __init__(self, spark, variant, workdir, timers):
+        self.variant = variant
+        self.dir = tempfile.mkdtemp(prefix=f"{variant}-", dir=workdir)
+        self.source = os.path.join(self.dir, "input")
+        os.makedirs(self.source)
+        self.acc = spark.sparkContext.accumulator(0)
+        out = build(spark, variant, self.source, self.acc, timers)
+        self.query = out.writeStream.format("noop").outputMode("update") \
+            .queryName(f"q_{variant.replace('-', '_')}_{os.path.basename(self.dir)[-6:]}") \
+            .option("checkpointLocation", os.path.join(self.dir, "checkpoint")).start()
+        self.batches = []  # dicts per measured batch
+        self.first = None
+
+    def step(self, parquet, number, root):
+        drop_file(parquet, self.source, number)
+        acc0, cpu0 = self.acc.value, tree_cpu_seconds(root)
+        start = time.perf_counter()
+        self.query.processAllAvailable()
+        wall = (time.perf_counter() - start) * 1000
+        cpu = (tree_cpu_seconds(root) - cpu0) * 1000
+        progress = self.query.lastProgress
+        assert progress and progress["numInputRows"] > 0, (self.variant, progress)
+        record = {"trigger": progress["durationMs"].get("triggerExecution"),
+                  "addBatch": progress["durationMs"].get("addBatch"),
+                  "wall": wall, "cpu": cpu, "py_bytes": self.acc.value - acc0,
+                  "rows": progress["numInputRows"], "state": state_metrics(progress),
+                  "raw_ops": progress.get("stateOperators", [])}
+        if number == 0:
+            self.first = record
+        else:
+            self.batches.append(record)
+        return record
+
+    def stop(self):
+        try:
+            self.query.stop()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+def run_case(spark, case, args, workdir, root):
+    paths, touched, total = write_batches(os.path.join(workdir, f"data-{case}"), case,
+                                          args.rows, args.batches)
+    runs = {}
+    try:
+        for variant in args.variants:
+            runs[variant] = Run(spark, variant, workdir, args.timers)
+        for variant, run in runs.items():
+            r = run.step(paths[0], 0, root)
+            print(f"  [{case}] {variant:<12} batch 0 (creates {total:,} keys): "
+                  f"{r['trigger']:,} ms, cpu {r['cpu']:,.0f} ms", flush=True)
+        for number in range(1, args.batches + 1):
+            order = list(runs) if number % 2 else list(reversed(list(runs)))
+            for variant in order:
+                r = runs[variant].step(paths[number], number, root)
+                print(f"  [{case}] {variant:<12} batch {number}: {r['trigger']:,} ms "
+                      f"(addBatch {r['addBatch']:,}, cpu {r['cpu']:,.0f}), "
+                      f"py state bytes {r['py_bytes']:,}", flush=True)
+        last_ops = {v: run.batches[-1]["raw_ops"] for v, run in runs.items()}
+        return {v: {"first": run.first, "batches": run.batches} for v, run in runs.items()}, \
+            touched, total, last_ops
+    finally:
+        for run in runs.values():
+            run.stop()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=200_000, help="rows per micro-batch")
+    parser.add_argument("--batches", type=int, default=5, help="measured batches per variant")
+    parser.add_argument("--variants", nargs="*", default=ALL_VARIANTS)
+    parser.add_argument("--cases", nargs="*", default=["dense", "sparse"])
+    parser.add_argument("--timers", action="store_true",
+                        help="every touched key re-arms a 1 h processing-time timeout")
+    parser.add_argument("--changelog", choices=["default", "true", "false"], default="default",
+                        help="spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing"
+                             ".enabled")
+    parser.add_argument("--quick", action="store_true",
+                        help="100k rows, 3 measured batches, variants a, b, c")
+    parser.add_argument("--dump-metrics", action="store_true",
+                        help="print the raw stateOperators of the last batch of each variant")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rows, args.batches = 100_000, 3
+        if args.variants == ALL_VARIANTS:
+            args.variants = QUICK_VARIANTS
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("packed-designs")
+    conf = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR",
+    }
+    if args.changelog != "default":
+        conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = \
+            args.changelog
+    for name, value in conf.items():
+        builder = builder.config(name, value)
+    started = time.perf_counter()
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    root = getattr(proc, "pid", None)
+    changelog = spark.conf.get(
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "?")
+    print(f"Spark {spark.version}, local[2], shuffle partitions 2, RocksDB state store "
+          f"(changelog checkpointing {changelog}), {args.rows:,} rows per micro-batch, "
+          f"{args.batches} measured batches after batch 0, buckets {BUCKETS}, "
+          f"timers {'on' if args.timers else 'off'}", flush=True)
+    workdir = tempfile.mkdtemp(prefix="packed-designs-")
+    results = {}
+    try:
+        for case in args.cases:
+            res, touched, total, last_ops = run_case(spark, case, args, workdir, root)
+            results[case] = (res, touched, total)
+            if args.dump_metrics:
+                for variant, ops in last_ops.items():
+                    print(f"  [{case}] {variant} stateOperators of the last batch:")
+                    print("    " + json.dumps(ops, indent=None, sort_keys=True))
+    finally:
+        spark.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    report(results, args)
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def report(results, args):
+    print()
+    print("Micro-batch time (measured batches; ratio = variant median / a-aipws-key median, "
+          "same run)")
+    header = (f"{'case':<7} {'touched/total':>14} {'variant':<12} {'trig med':>9} "
+              f"{'best':>7} {'addBatch':>9} {'cpu med':>8} {'ratio':>6} {'cpu ratio':>9} "
+              f"{'batch0':>8}")
+    print(header)
+    print("-" * len(header))
+    for case, (res, touched, total) in results.items():
+        base = res.get("a-aipws-key")
+        base_t = med([b["trigger"] for b in base["batches"]]) if base else None
+        base_c = med([b["cpu"] for b in base["batches"]]) if base else None
+        for variant in args.variants:
+            bs = res[variant]["batches"]
+            t, c = med([b["trigger"] for b in bs]), med([b["cpu"] for b in bs])
+            print(f"{case:<7} {f'{touched:,}/{total:,}':>14} {variant:<12} {t:>9,.0f} "
+                  f"{min(b['trigger'] for b in bs):>7,} {med([b['addBatch'] for b in bs]):>9,.0f}"
+                  f" {c:>8,.0f} {(t / base_t if base_t else float('nan')):>6.2f}"
+                  f" {(c / base_c if base_c else float('nan')):>9.2f}"
+                  f" {res[variant]['first']['trigger']:>8,}")
+    print()
+    print("State writes per measured batch (medians; py bytes = state bytes the Python "
+          "side handed to the store: blobs + user keys)")
+    names = set()
+    for res, _, _ in results.values():
+        for variant in args.variants:
+            for b in res[variant]["batches"]:
+                names.update(b["state"])
+    cols = ["numRowsUpdated", "numRowsTotal", "memoryUsedBytes"] + \
+        [m for m in WA_METRICS if m in names]
+    header = f"{'case':<7} {'variant':<12} {'py bytes':>11} " + \
+        " ".join(f"{c[:22]:>22}" for c in cols)
+    print(header)
+    print("-" * len(header))
+    for case, (res, touched, total) in results.items():
+        for variant in args.variants:
+            bs = res[variant]["batches"]
+            row = f"{case:<7} {variant:<12} {med([b['py_bytes'] for b in bs]):>11,.0f} "
+            row += " ".join(f"{med([b['state'].get(c) for b in bs]):>22,.0f}" for c in cols)
+            print(row)
+    others = sorted(n for n in names if n not in cols)
+    print()
+    print("Other state metrics (median per measured batch):")
+    for case, (res, touched, total) in results.items():
+        for variant in args.variants:
+            bs = res[variant]["batches"]
+            values = {n: med([b["state"].get(n) for b in bs]) for n in others}
+            shown = ", ".join(f"{n}={v:,.0f}" for n, v in values.items() if v == v and v != 0)
+            print(f"  {case:<7} {variant:<12} {shown}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The runnable examples in the docstrings of the offline modules hold."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "sparkwax", "sparkwax.errors", "sparkwax.logic", "sparkwax.timers", "sparkwax.recovery",
+    "sparkwax._driver", "sparkwax.testing", "sparkwax.testing.runner",
+    "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
+    "sparkwax.testing.strategies.check", "sparkwax.state_cli",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_doctests(name):
+    module = importlib.import_module(name)
+    failures, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert failures == 0
+    assert attempted > 0, f"{name} has no runnable example"
