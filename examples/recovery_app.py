@@ -7,7 +7,7 @@ is consumed (trigger availableNow). Kill it at any point and start it again
 with the same arguments: it resumes from ``--checkpoint``.
 
     python examples/recovery_app.py --input in/ --output out/ --checkpoint ck/ \\
-        [--state-store hdfs|rocksdb]
+        [--state-store hdfs|rocksdb] [--host per_key|packed]
 """
 
 import argparse
@@ -21,10 +21,10 @@ OUTPUT_SCHEMA = "kind string, a long, b long"
 TIME = sw.EventTime("ts", watermark="2 minutes")
 
 
-def build(spark, source: str):
+def build(spark, source: str, host: str = "per_key"):
     stream = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(source)
     return sw.stateful(stream, key="key", builder=Accumulator, output_schema=OUTPUT_SCHEMA,
-                       time=TIME, step_id="accumulate")
+                       time=TIME, step_id="accumulate", host=host)
 
 
 def main(argv=None) -> int:
@@ -34,9 +34,10 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--state-store", default="hdfs", choices=["hdfs", "rocksdb"])
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--host", default="per_key", choices=["per_key", "packed"])
     args = parser.parse_args(argv)
     spark = sw.local_session(args.master, shuffle_partitions=2, state_store=args.state_store)
-    query = (build(spark, args.input).writeStream.format("parquet")
+    query = (build(spark, args.input, args.host).writeStream.format("parquet")
              .option("path", args.output).option("checkpointLocation", args.checkpoint)
              .trigger(availableNow=True).start())
     query.awaitTermination()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import time as clock
 from dataclasses import dataclass
@@ -59,6 +60,12 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
     from pyspark.sql import functions as F
 
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
+    if is_packed(frame):
+        entries = [e for e in packed_entries(frame, step_id)
+                   if key is None or str(e.key if not isinstance(e.key, tuple) else e.key[0])
+                   == str(key)]
+        entries.sort(key=lambda e: -e.size)
+        return entries[:limit] if limit is not None else entries
     frame = frame.select("key", F.col("value.groupState.snapshot").alias("snapshot"),
                          F.col("value.groupState.timer").alias("timer"), "partition_id",
                          F.length("value.groupState.snapshot").alias("size"))
@@ -85,6 +92,12 @@ def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
     from pyspark.sql import functions as F
 
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
+    if is_packed(frame):
+        entries = packed_entries(frame, "state")
+        largest = max(entries, key=lambda e: e.size, default=None)
+        return {"live_keys": len(entries), "total_bytes": sum(e.size for e in entries),
+                "largest_key": largest.key if largest else None,
+                "largest_bytes": largest.size if largest else 0}
     sized = frame.select("key", F.length("value.groupState.snapshot").alias("size"))
     totals = sized.agg(F.count("*").alias("keys"), F.sum("size").alias("bytes")).collect()[0]
     largest = sized.orderBy(F.col("size").desc()).limit(1).collect()
@@ -96,6 +109,68 @@ def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
         if largest else None,
         "largest_bytes": largest[0]["size"] if largest else 0,
     }
+
+
+def is_packed(frame) -> bool:
+    """True for the state of a ``host="packed"`` step (one row per bucket)."""
+    return "keys" in frame.schema["value"].dataType["groupState"].dataType.fieldNames()
+
+
+def packed_entries(frame, step_id: str) -> List[StateEntry]:
+    """Every key's entry of a packed step, read on the driver (bucket rows)."""
+    from pyspark.sql import functions as F
+
+    entries = []
+    rows = frame.select(F.col("value.groupState.keys").alias("keys"), "partition_id").collect()
+    for row in rows:
+        for key, (blob, timer, _armed) in pickle.loads(row["keys"]).items():
+            try:
+                snapshot = recovery.decode(blob, step_id=step_id, key=key)
+            except SnapshotError as error:
+                snapshot = error
+            entries.append(StateEntry(key, snapshot, len(blob),
+                                      from_epoch_ms(timer) if timer is not None else None,
+                                      row["partition_id"]))
+    return entries
+
+
+def _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema, step_id):
+    """finish() for a packed step, on the driver: its state rows are buckets, so the
+    key columns come from ``key_schema`` or the checkpoint's sparkwax-steps.json."""
+    import pandas as pd
+    from pyspark.sql import types as T
+
+    key_type = _packed_key_type(checkpoint, key_schema, step_id)
+    outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
+    single = len(key_type.fields) == 1
+    pieces = []
+    for entry in sorted(packed_entries(frame, step_id), key=lambda e: repr(e.key)):
+        blob = recovery.encode(entry.snapshot, step_id=step_id, key=entry.key)
+        act = driver.activate(entry.key, blob, (), now_ms, eof=True)
+        if act.emits:
+            key_values = (entry.key,) if single else tuple(entry.key)
+            pieces.append(outputs.frame(entry.key, key_values, act.emits))
+    out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
+    if not pieces:
+        return spark.createDataFrame([], out_schema)
+    return spark.createDataFrame(pd.concat(pieces, ignore_index=True), schema=out_schema)
+
+
+def _packed_key_type(checkpoint, key_schema, step_id):
+    from pyspark.sql import types as T
+
+    if key_schema is None:
+        path = os.path.join(checkpoint, "sparkwax-steps.json")
+        steps = {}
+        if os.path.exists(path):
+            with open(path) as handle:
+                steps = json.load(handle).get("steps", {})
+        if len(steps) != 1:
+            raise ConfigError(f"step {step_id!r}: finish on a packed step needs key_schema= "
+                              "(e.g. \"user string\"); start the query with sparkwax.start() "
+                              "to have it recorded in the checkpoint")
+        key_schema = next(iter(steps.values()))["key"]
+    return T.StructType.fromDDL(key_schema)
 
 
 def last_watermark_ms(checkpoint: str) -> int:
@@ -114,7 +189,7 @@ def last_watermark_ms(checkpoint: str) -> int:
 
 def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
            batch: bool = False, step_id: Optional[str] = None, operator_id: int = 0,
-           spark=None):
+           key_schema: Optional[str] = None, spark=None):
     """End a checkpointed stream: for every live key, restore from the
     checkpoint's snapshot, fire a due timer, call ``on_eof``; return the
     outputs as a DataFrame (key columns, then ``output_schema``). ``now`` is
@@ -136,8 +211,13 @@ def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
     step_id = step_id or f"finish:{getattr(builder, '__qualname__', 'logic')}"
     time = time if time is not None else ProcessingTime()
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
-    key_type = frame.schema["key"].dataType
     schema = _parse_schema(frame, output_schema, step_id)
+    if is_packed(frame):
+        now_ms = (last_watermark_ms(checkpoint) if isinstance(time, EventTime)
+                  else int(clock.time() * 1000))
+        return _finish_packed(spark, checkpoint, frame, Driver(builder, step_id=step_id,
+                              batch=batch), schema, now_ms, key_schema, step_id)
+    key_type = frame.schema["key"].dataType
     out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
     now_ms = (last_watermark_ms(checkpoint) if isinstance(time, EventTime)
               else int(clock.time() * 1000))

@@ -171,3 +171,22 @@ def test_start_refuses_a_changed_output_schema(spark, tmp_path):
     message = str(refused.value)
     assert "step 'sum': output changed from 'total bigint, version bigint' to " \
            "'total bigint, version bigint, extra string'" in message
+
+
+def test_packed_state_show_and_finish_match_offline(spark, tmp_path):
+    online = run_script_on_spark(spark, Accumulator, SCRIPT, input_schema=INPUT,
+                                 output_schema=OUTPUT, time=TIME, host="packed", buckets=3,
+                                 workdir=str(tmp_path))
+    before = run(Accumulator, SCRIPT, time=TIME)
+    after = run(Accumulator, SCRIPT + [Eof()], time=TIME)
+    assert {k: [tuple(v) for v in vs] for k, vs in online.by_key.items()} == before.by_key
+    checkpoint = str(tmp_path / "checkpoint")
+    assert {e.key: e.snapshot for e in read_entries(spark, checkpoint)} == before.snapshots
+    assert state_summary(spark, checkpoint)["live_keys"] == len(before.snapshots)
+    ends = sw.finish(checkpoint, builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                     key_schema="key string")
+    got = {}
+    for row in ends.collect():
+        got.setdefault(row["key"], []).append(tuple(row)[1:])
+    expected = {k: vs[len(before.by_key.get(k, [])):] for k, vs in after.by_key.items()}
+    assert got == {k: vs for k, vs in expected.items() if vs}

@@ -1,4 +1,6 @@
-"""Exactly-once state and output through SIGKILL of the driver, on both state stores.
+"""Exactly-once state and output through SIGKILL of the driver, on both state
+stores and both hosts (HDFS-backed with the per-key host, RocksDB with the
+packed host).
 
 The job (examples/recovery_app.py) runs in its own process group; it is killed
 with SIGKILL at randomly chosen micro-batches, restarted on the same checkpoint,
@@ -49,9 +51,10 @@ def _make_input(folder: Path, rng: random.Random):
 
 
 def _start(tmp: Path, name: str, store: str) -> subprocess.Popen:
+    store, host = store.split("/")
     return subprocess.Popen(
         [sys.executable, str(APP), "--input", str(tmp / "in"), "--output", str(tmp / name / "out"),
-         "--checkpoint", str(tmp / name / "ck"), "--state-store", store],
+         "--checkpoint", str(tmp / name / "ck"), "--state-store", store, "--host", host],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
 
 
@@ -102,9 +105,9 @@ def _state(spark, checkpoint: Path) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("store", ["hdfs", "rocksdb"])
+@pytest.mark.parametrize("store", ["hdfs/per_key", "rocksdb/packed"])
 def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, store):
-    rng = random.Random(f"kill-{store}")
+    rng = random.Random(f"kill-{store.split('/')[0]}")
     batches = _make_input(tmp_path / "in", rng)
     _run_to_end(tmp_path, "calm", store)
     killed_after = _run_with_kills(tmp_path, "killed", store, rng)
@@ -122,7 +125,7 @@ def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, st
         assert {k: v[0] for k, v in _state(spark, tmp_path / "calm" / "ck").items()} == \
             offline.snapshots
     except AssertionError:
-        keep = Path(tempfile.mkdtemp(prefix=f"sparkwax-kill-failure-{store}-"))
+        keep = Path(tempfile.mkdtemp(prefix=f"sparkwax-kill-failure-{store.replace('/', '-')}-"))
         shutil.copytree(tmp_path, keep, dirs_exist_ok=True)
         print(f"kept the failing run's folders in {keep}")
         raise
