@@ -25,7 +25,7 @@ Variants:
                    ``MapState("keys", "k string", "blob binary")``; only the
                    touched keys are read (``getValue``) and written
                    (``updateValue``), one JVM round trip each.
-* ``d-tws-key``    (extra, off in --quick) transformWithStateInPandas grouped by
+* ``d-tws-key``    (extra, only with --variants) transformWithStateInPandas grouped by
                    ``key`` with a ``ValueState`` (TWS per key).
 
 With ``--timers`` every touched key also re-arms a processing-time inactivity
@@ -75,7 +75,7 @@ _BASE_MTIME = 1_600_000_000
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 ALL_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "c-tws-bkt", "d-tws-key"]
-QUICK_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "c-tws-bkt"]
+DEFAULT_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "c-tws-bkt"]
 
 # RocksDB metrics worth a column in the write-amplification table (when present).
 WA_METRICS = ["rocksdbPutCount", "rocksdbBytesCopied", "rocksdbTotalBytesWrittenByFlush",
@@ -87,8 +87,9 @@ WA_METRICS = ["rocksdbPutCount", "rocksdbBytesCopied", "rocksdbTotalBytesWritten
 # Module-level functions / classes: pickled by cloudpickle by reference to this
 # module's globals, so everything they use is passed in explicitly.
 
-def make_aipws_key(acc, timers: bool):
+def make_aipws_key(acc, tacc, timers: bool):
     def count_key(key, pdfs, state):
+        t0 = time.perf_counter()
         n = pickle.loads(state.get[0]) if state.exists else 0
         for pdf in pdfs:
             n += len(pdf)
@@ -97,7 +98,9 @@ def make_aipws_key(acc, timers: bool):
         acc.add(len(blob) + len(key[0]))
         if timers:
             state.setTimeoutDuration(TIMEOUT_MS)
-        yield pd.DataFrame({"key": [key[0]], "count": [n]})
+        out = pd.DataFrame({"key": [key[0]], "count": [n]})
+        tacc.add(int((time.perf_counter() - t0) * 1e6))
+        yield out
     return count_key
 
 
@@ -111,8 +114,9 @@ def _counts(pdfs):
     return counts.index.tolist(), counts.tolist()
 
 
-def make_aipws_bucket(acc, timers: bool):
+def make_aipws_bucket(acc, tacc, timers: bool):
     def count_bucket(bucket, pdfs, state):
+        t0 = time.perf_counter()
         keys = pickle.loads(state.get[0]) if state.exists else {}
         if state.hasTimedOut:
             for _ in pdfs:
@@ -136,12 +140,14 @@ def make_aipws_bucket(acc, timers: bool):
         if timers:
             earliest = min(entry[1] for entry in keys.values())
             state.setTimeoutDuration(max(earliest - now, 1))
-        if names:
-            yield pd.DataFrame({"key": names, "count": out})
+        frame = pd.DataFrame({"key": names, "count": out}) if names else None
+        tacc.add(int((time.perf_counter() - t0) * 1e6))
+        if frame is not None:
+            yield frame
     return count_bucket
 
 
-def make_tws_bucket(acc, timers: bool):
+def make_tws_bucket(acc, tacc, timers: bool):
     from pyspark.sql.streaming import StatefulProcessor
 
     class PackedCounter(StatefulProcessor):
@@ -154,6 +160,7 @@ def make_tws_bucket(acc, timers: bool):
                 self.keys = handle.getMapState("keys", "k string", "blob binary")
 
         def handleInputRows(self, key, rows, timerValues):
+            t0 = time.perf_counter()
             names, counts = _counts(rows)
             now = timerValues.getCurrentProcessingTimeInMs() if timers else 0
             written, out = 0, []
@@ -176,8 +183,10 @@ def make_tws_bucket(acc, timers: bool):
                 self.handle.registerTimer(due)
                 written += len(index) + 8 + 16
             acc.add(written)
-            if names:
-                yield pd.DataFrame({"key": names, "count": out})
+            frame = pd.DataFrame({"key": names, "count": out}) if names else None
+            tacc.add(int((time.perf_counter() - t0) * 1e6))
+            if frame is not None:
+                yield frame
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
             # Lazy due index: keys re-armed since are skipped (their due moved on).
@@ -197,7 +206,7 @@ def make_tws_bucket(acc, timers: bool):
     return PackedCounter()
 
 
-def make_tws_key(acc, timers: bool):
+def make_tws_key(acc, tacc, timers: bool):
     from pyspark.sql.streaming import StatefulProcessor
 
     class KeyCounter(StatefulProcessor):
@@ -206,6 +215,7 @@ def make_tws_key(acc, timers: bool):
             self.state = handle.getValueState("n", "blob binary")
 
         def handleInputRows(self, key, rows, timerValues):
+            t0 = time.perf_counter()
             row = self.state.get()
             n = pickle.loads(row[0]) if row is not None else 0
             for pdf in rows:
@@ -217,7 +227,9 @@ def make_tws_key(acc, timers: bool):
                 for old in self.handle.listTimers():
                     self.handle.deleteTimer(old)
                 self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + TIMEOUT_MS)
-            yield pd.DataFrame({"key": [key[0]], "count": [n]})
+            out = pd.DataFrame({"key": [key[0]], "count": [n]})
+            tacc.add(int((time.perf_counter() - t0) * 1e6))
+            yield out
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
             self.state.clear()
@@ -229,7 +241,7 @@ def make_tws_key(acc, timers: bool):
     return KeyCounter()
 
 
-def build(spark, variant: str, source: str, acc, timers: bool):
+def build(spark, variant: str, source: str, acc, tacc, timers: bool):
     from pyspark.sql import functions as F
 
     stream = spark.readStream.schema("key string, v long").option("maxFilesPerTrigger", 1) \
@@ -240,42 +252,39 @@ def build(spark, variant: str, source: str, acc, timers: bool):
     bucketed = stream.withColumn("bucket", F.expr(f"pmod(xxhash64(key), {BUCKETS})"))
     if variant == "a-aipws-key":
         return stream.groupBy("key").applyInPandasWithState(
-            make_aipws_key(acc, timers), outputStructType=out_schema,
+            make_aipws_key(acc, tacc, timers), outputStructType=out_schema,
             stateStructType="s binary", outputMode="update", timeoutConf=aipws_timeout)
     if variant == "b-aipws-bkt":
         return bucketed.groupBy("bucket").applyInPandasWithState(
-            make_aipws_bucket(acc, timers), outputStructType=out_schema,
+            make_aipws_bucket(acc, tacc, timers), outputStructType=out_schema,
             stateStructType="keys binary", outputMode="update", timeoutConf=aipws_timeout)
     if variant == "c-tws-bkt":
         return bucketed.groupBy("bucket").transformWithStateInPandas(
-            make_tws_bucket(acc, timers), outputStructType=out_schema,
+            make_tws_bucket(acc, tacc, timers), outputStructType=out_schema,
             outputMode="Update", timeMode=tws_time)
     if variant == "d-tws-key":
         return stream.groupBy("key").transformWithStateInPandas(
-            make_tws_key(acc, timers), outputStructType=out_schema,
+            make_tws_key(acc, tacc, timers), outputStructType=out_schema,
             outputMode="Update", timeMode=tws_time)
     raise ValueError(variant)
 
 
 # --------------------------------------------------------------------------- data
 
-def write_batches(folder: str, case: str, rows: int, batches: int, seed: int = 0):
-    """Parquet files batch-0000 .. batch-B for ``case``; returns (paths, touched, total)."""
+def write_batches(folder: str, touched: int, total: int, rows: int, batches: int,
+                  seed: int = 0):
+    """Parquet files batch-0000 .. batch-B: batch 0 has every one of ``total``
+    keys, later batches ``rows`` rows over ``touched`` keys (all of them when
+    touched == total, else a fresh random subset per batch); returns the paths."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(seed)
-    if case == "dense":
-        total, touched = 10_000, 10_000
-    elif case == "sparse":
-        total, touched = 100_000, 1_000
-    else:
-        raise ValueError(case)
     names = np.array([f"user-{i:06d}" for i in range(total)], dtype=object)
     os.makedirs(folder, exist_ok=True)
     paths = []
     for number in range(batches + 1):
-        if number == 0 or case == "dense":
+        if number == 0 or touched >= total:
             pool = names  # batch 0 creates every key
         else:
             pool = names[rng.choice(total, touched, replace=False)]
@@ -287,7 +296,7 @@ def write_batches(folder: str, case: str, rows: int, batches: int, seed: int = 0
         path = os.path.join(folder, f"batch-{number:04d}.parquet")
         pq.write_table(table, path)
         paths.append(path)
-    return paths, touched, total
+    return paths
 
 
 def drop_file(parquet: str, source: str, number: int) -> None:
@@ -299,10 +308,11 @@ def drop_file(parquet: str, source: str, number: int) -> None:
 
 # --------------------------------------------------------------------------- measuring
 
-def tree_cpu_seconds(root) -> float:
-    """CPU seconds of ``root`` (the JVM) and its descendants (Python workers)."""
+def cpu_table(root) -> dict:
+    """pid -> own CPU seconds (utime + stime) of ``root`` (the JVM) and its
+    descendants (pyspark daemon, Python workers)."""
     if root is None or not os.path.isdir("/proc"):
-        return float("nan")
+        return {}
     table = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -312,17 +322,25 @@ def tree_cpu_seconds(root) -> float:
                 fields = handle.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        table[int(name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / _TICKS)
+        table[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS)
     children = {}
     for pid, (ppid, _) in table.items():
         children.setdefault(ppid, []).append(pid)
-    total, todo = 0.0, [root]
+    out, todo = {}, [root]
     while todo:
         pid = todo.pop()
         if pid in table:
-            total += table[pid][1]
+            out[pid] = table[pid][1]
         todo.extend(children.get(pid, ()))
-    return total
+    return out
+
+
+def cpu_delta_ms(before: dict, after: dict) -> float:
+    """CPU ms spent between two cpu_table snapshots by the processes alive at the
+    end (a worker that exited in between loses its last slice: a small undercount)."""
+    if not after:
+        return float("nan")
+    return 1000 * sum(max(cpu - before.get(pid, 0.0), 0.0) for pid, cpu in after.items())
 
 
 def state_metrics(progress) -> dict:
@@ -347,7 +365,8 @@ class Run:
         self.source = os.path.join(self.dir, "input")
         os.makedirs(self.source)
         self.acc = spark.sparkContext.accumulator(0)
-        out = build(spark, variant, self.source, self.acc, timers)
+        self.tacc = spark.sparkContext.accumulator(0)
+        out = build(spark, variant, self.source, self.acc, self.tacc, timers)
         self.query = out.writeStream.format("noop").outputMode("update") \
             .queryName(f"q_{variant.replace('-', '_')}_{os.path.basename(self.dir)[-6:]}") \
             .option("checkpointLocation", os.path.join(self.dir, "checkpoint")).start()
@@ -356,16 +375,17 @@ class Run:
 
     def step(self, parquet, number, root):
         drop_file(parquet, self.source, number)
-        acc0, cpu0 = self.acc.value, tree_cpu_seconds(root)
+        acc0, tacc0, cpu0 = self.acc.value, self.tacc.value, cpu_table(root)
         start = time.perf_counter()
         self.query.processAllAvailable()
         wall = (time.perf_counter() - start) * 1000
-        cpu = (tree_cpu_seconds(root) - cpu0) * 1000
+        cpu = cpu_delta_ms(cpu0, cpu_table(root))
         progress = self.query.lastProgress
         assert progress and progress["numInputRows"] > 0, (self.variant, progress)
         record = {"trigger": progress["durationMs"].get("triggerExecution"),
                   "addBatch": progress["durationMs"].get("addBatch"),
                   "wall": wall, "cpu": cpu, "py_bytes": self.acc.value - acc0,
+                  "py_ms": (self.tacc.value - tacc0) / 1000,
                   "rows": progress["numInputRows"], "state": state_metrics(progress),
                   "raw_ops": progress.get("stateOperators", [])}
         if number == 0:
@@ -387,8 +407,9 @@ def med(values):
 
 
 def run_case(spark, case, args, workdir, root):
-    paths, touched, total = write_batches(os.path.join(workdir, f"data-{case}"), case,
-                                          args.rows, args.batches)
+    touched, total = args.sizes[case]
+    paths = write_batches(os.path.join(workdir, f"data-{case}"), touched, total,
+                          args.rows, args.batches)
     runs = {}
     try:
         for variant in args.variants:
@@ -402,8 +423,8 @@ def run_case(spark, case, args, workdir, root):
             for variant in order:
                 r = runs[variant].step(paths[number], number, root)
                 print(f"  [{case}] {variant:<12} batch {number}: {r['trigger']:,} ms "
-                      f"(addBatch {r['addBatch']:,}, cpu {r['cpu']:,.0f}), "
-                      f"py state bytes {r['py_bytes']:,}", flush=True)
+                      f"(addBatch {r['addBatch']:,}, cpu {r['cpu']:,.0f}, in UDF "
+                      f"{r['py_ms']:,.0f}), py state bytes {r['py_bytes']:,}", flush=True)
         last_ops = {v: run.batches[-1]["raw_ops"] for v, run in runs.items()}
         return {v: {"first": run.first, "batches": run.batches} for v, run in runs.items()}, \
             touched, total, last_ops
@@ -416,22 +437,28 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=200_000, help="rows per micro-batch")
     parser.add_argument("--batches", type=int, default=5, help="measured batches per variant")
-    parser.add_argument("--variants", nargs="*", default=ALL_VARIANTS)
-    parser.add_argument("--cases", nargs="*", default=["dense", "sparse"])
+    parser.add_argument("--variants", nargs="*", default=DEFAULT_VARIANTS,
+                        choices=ALL_VARIANTS)
+    parser.add_argument("--cases", nargs="*", default=["dense", "sparse"],
+                        choices=["dense", "sparse"])
+    parser.add_argument("--dense", default="10000/10000", metavar="TOUCHED/TOTAL",
+                        help="keys touched per batch / keys total of the dense case")
+    parser.add_argument("--sparse", default="1000/100000", metavar="TOUCHED/TOTAL",
+                        help="keys touched per batch / keys total of the sparse case")
     parser.add_argument("--timers", action="store_true",
                         help="every touched key re-arms a 1 h processing-time timeout")
     parser.add_argument("--changelog", choices=["default", "true", "false"], default="default",
                         help="spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing"
                              ".enabled")
     parser.add_argument("--quick", action="store_true",
-                        help="100k rows, 3 measured batches, variants a, b, c")
+                        help="100k rows per batch, 3 measured batches")
     parser.add_argument("--dump-metrics", action="store_true",
                         help="print the raw stateOperators of the last batch of each variant")
     args = parser.parse_args(argv)
     if args.quick:
         args.rows, args.batches = 100_000, 3
-        if args.variants == ALL_VARIANTS:
-            args.variants = QUICK_VARIANTS
+    args.sizes = {name: tuple(int(x) for x in getattr(args, name).split("/"))
+                  for name in ("dense", "sparse")}
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -448,6 +475,15 @@ def main(argv=None) -> int:
         "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR",
+        # Idle queries (the other variants) list their folder every pollingDelay:
+        # slow that down so they steal little from the measured one.
+        "spark.sql.streaming.pollingDelay": "200ms",
+        # No empty batches between files (processing-time timeouts would run one
+        # per trigger on every idle query); the 1 h timeouts never fire anyway.
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+        # A busy machine can take > 15 s (the default) to start the Python
+        # process TWS runs on the driver for init() ("failed to connect back").
+        "spark.python.authenticate.socketTimeout": "180s",
     }
     if args.changelog != "default":
         conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = \
@@ -459,8 +495,12 @@ def main(argv=None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     proc = getattr(spark.sparkContext._gateway, "proc", None)
     root = getattr(proc, "pid", None)
-    changelog = spark.conf.get(
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "?")
+    try:
+        changelog = spark.conf.get(
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled")
+    except Exception:  # noqa: BLE001 - not set and no default exposed
+        changelog = "default"
+
     print(f"Spark {spark.version}, local[2], shuffle partitions 2, RocksDB state store "
           f"(changelog checkpointing {changelog}), {args.rows:,} rows per micro-batch, "
           f"{args.batches} measured batches after batch 0, buckets {BUCKETS}, "
@@ -486,11 +526,13 @@ def main(argv=None) -> int:
 
 def report(results, args):
     print()
-    print("Micro-batch time (measured batches; ratio = variant median / a-aipws-key median, "
-          "same run)")
-    header = (f"{'case':<7} {'touched/total':>14} {'variant':<12} {'trig med':>9} "
-              f"{'best':>7} {'addBatch':>9} {'cpu med':>8} {'ratio':>6} {'cpu ratio':>9} "
-              f"{'batch0':>8}")
+    print("Micro-batch time of the measured batches (medians). ratio = variant / a-aipws-key "
+          "(same run, same case); in UDF = time inside the Python function (for TWS it\n"
+          "includes the lazy row-by-row input conversion and the state round trips); "
+          "us/key = in-UDF time per touched key")
+    header = (f"{'case':<7} {'touched/total':>15} {'variant':<12} {'trigger':>8} {'best':>7} "
+              f"{'addBatch':>8} {'cpu':>7} {'in UDF':>7} {'us/key':>7} {'ratio':>6} "
+              f"{'cpu ratio':>9} {'batch 0':>8}")
     print(header)
     print("-" * len(header))
     for case, (res, touched, total) in results.items():
@@ -500,34 +542,47 @@ def report(results, args):
         for variant in args.variants:
             bs = res[variant]["batches"]
             t, c = med([b["trigger"] for b in bs]), med([b["cpu"] for b in bs])
-            print(f"{case:<7} {f'{touched:,}/{total:,}':>14} {variant:<12} {t:>9,.0f} "
-                  f"{min(b['trigger'] for b in bs):>7,} {med([b['addBatch'] for b in bs]):>9,.0f}"
-                  f" {c:>8,.0f} {(t / base_t if base_t else float('nan')):>6.2f}"
+            py = med([b["py_ms"] for b in bs])
+            print(f"{case:<7} {f'{touched:,}/{total:,}':>15} {variant:<12} {t:>8,.0f} "
+                  f"{min(b['trigger'] for b in bs):>7,} {med([b['addBatch'] for b in bs]):>8,.0f}"
+                  f" {c:>7,.0f} {py:>7,.0f} {py * 1000 / touched:>7,.0f}"
+                  f" {(t / base_t if base_t else float('nan')):>6.2f}"
                   f" {(c / base_c if base_c else float('nan')):>9.2f}"
                   f" {res[variant]['first']['trigger']:>8,}")
+    print("(trigger = durationMs.triggerExecution, best = its minimum, cpu = CPU ms of the JVM "
+          "+ Python workers during the batch, batch 0 = the unmeasured first batch)")
+
     print()
-    print("State writes per measured batch (medians; py bytes = state bytes the Python "
-          "side handed to the store: blobs + user keys)")
+    print("State writes per measured batch (medians). py bytes = state bytes the Python side "
+          "handed to the store (blobs + user keys);\nB/touched = py bytes per touched key; "
+          "copied = rocksdbBytesCopied (new checkpoint files); flushed = "
+          "rocksdbTotalBytesWrittenByFlush; written = rocksdbTotalBytesWritten")
     names = set()
     for res, _, _ in results.values():
         for variant in args.variants:
             for b in res[variant]["batches"]:
                 names.update(b["state"])
-    cols = ["numRowsUpdated", "numRowsTotal", "memoryUsedBytes"] + \
-        [m for m in WA_METRICS if m in names]
-    header = f"{'case':<7} {'variant':<12} {'py bytes':>11} " + \
-        " ".join(f"{c[:22]:>22}" for c in cols)
+    short = {"numRowsUpdated": "rowsUpd", "numRowsTotal": "rowsTotal",
+             "memoryUsedBytes": "memory", "rocksdbPutCount": "puts",
+             "rocksdbBytesCopied": "copied", "rocksdbTotalBytesWrittenByFlush": "flushed",
+             "rocksdbTotalBytesWrittenByCompaction": "compacted",
+             "rocksdbTotalBytesWritten": "written", "rocksdbSstFileSize": "sstSize",
+             "rocksdbFilesCopied": "filesCp"}
+    cols = [m for m in short if m in names]
+    header = f"{'case':<7} {'variant':<12} {'py bytes':>10} {'B/touched':>9} " + \
+        " ".join(f"{short[c]:>10}" for c in cols)
     print(header)
     print("-" * len(header))
     for case, (res, touched, total) in results.items():
         for variant in args.variants:
             bs = res[variant]["batches"]
-            row = f"{case:<7} {variant:<12} {med([b['py_bytes'] for b in bs]):>11,.0f} "
-            row += " ".join(f"{med([b['state'].get(c) for b in bs]):>22,.0f}" for c in cols)
+            pyb = med([b["py_bytes"] for b in bs])
+            row = f"{case:<7} {variant:<12} {pyb:>10,.0f} {pyb / touched:>9,.1f} "
+            row += " ".join(f"{med([b['state'].get(c) for b in bs]):>10,.0f}" for c in cols)
             print(row)
     others = sorted(n for n in names if n not in cols)
     print()
-    print("Other state metrics (median per measured batch):")
+    print("Other state operator metrics (median per measured batch, non-zero only):")
     for case, (res, touched, total) in results.items():
         for variant in args.variants:
             bs = res[variant]["batches"]

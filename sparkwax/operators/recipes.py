@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
+from .._driver import now
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ..timers import EPOCH
-from ._base import Duration, FieldSpec, OperatorBuilder, as_timedelta, field_getter, time_getter
+from ._base import (Duration, FieldSpec, OperatorBuilder, as_timedelta, field_getter, later,
+                    time_getter)
 from .windowing import Collect, SessionWindower, WindowConfig, WindowLogic
 
 _NOTHING = ()
@@ -41,7 +43,9 @@ class DeduplicateLogic(StatefulLogic):
 
     Ids are forgotten in bulk: the timer is the earliest expiry rounded up to
     a multiple of ``ttl`` (since the epoch), and when it fires every id that
-    expired by then goes, so one timer clears up to ``ttl`` worth of ids.
+    expired by the activation's ``sw.now()`` goes (by the timer's time when
+    there is no clock): one timer clears up to ``ttl`` worth of ids, or all
+    of them when the watermark jumped past several such timers at once.
     """
 
     def __init__(self, config, resume=None):
@@ -66,7 +70,7 @@ class DeduplicateLogic(StatefulLogic):
     def on_notify(self):
         fired = self.notify_at()
         if fired is not None:
-            horizon = fired - self.ttl
+            horizon = later(fired, now()) - self.ttl
             self.seen = {i: t for i, t in self.seen.items() if t > horizon}
         return _NOTHING, not self.seen
 

@@ -7,7 +7,10 @@ the key's state. With ``flush=True`` the inner logic's ``on_eof`` runs first
 and its emits go out (an EOF for that key alone). A value that comes ``ttl``
 or more after the key's latest one finds the old state expired even when the
 watermark has not fired the timer yet. The inner logic's own timers keep
-working; its snapshot is stored inside the wrapper's.
+working; its snapshot is stored inside the wrapper's. When the clock passes
+the inner logic's timer and the expiry at once, both happen in that
+activation: the inner ``on_notify`` first, unless the key expired before its
+timer.
 
 >>> from datetime import datetime, timedelta, timezone
 >>> import sparkwax as sw
@@ -28,8 +31,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .._driver import now
 from ..logic import DISCARD, RETAIN, StatefulLogic
-from ._base import Duration, FieldSpec, OperatorBuilder, as_timedelta, time_getter
+from ._base import Duration, FieldSpec, OperatorBuilder, as_timedelta, later, time_getter
 
 _NOTHING = ()
 
@@ -75,14 +79,16 @@ class TtlLogic(StatefulLogic):
 
     def on_notify(self):
         inner, expiry = self.inner.notify_at(), self._expiry()
-        fired = self.notify_at()
+        # Everything due by the activation's clock (without one: the timer's
+        # time): the inner timer first, unless the key expired before it.
+        reached = later(self.notify_at(), now())
         emits = []
-        if inner is not None and inner <= fired:
+        if inner is not None and inner <= reached and (expiry is None or inner <= expiry):
             out, discard = self.inner.on_notify()
             emits.extend(out)
             if discard:
                 return emits, DISCARD
-        if expiry is not None and expiry <= fired:
+        if expiry is not None and expiry <= reached:
             if self.flush:
                 out, _ = self.inner.on_eof()
                 emits.extend(out)

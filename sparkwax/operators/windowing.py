@@ -12,11 +12,15 @@ value, late)``: a window's result (``late=None``), or a late input value
 Time (see docs/operators.md, "Windows"):
 
 - A value's time is read with ``ts`` (a field name or a callable).
-- The key's *watermark* is the engine's watermark as far as the logic knows
-  it (the timers that fired) or, with ``lateness=``, the key's latest event
-  time minus ``lateness`` if that is later. A window closes (emits its result
-  and drops its state) when the watermark reaches its close time; all open
-  windows close at EOF.
+- A window closes (emits its result and drops its state) when the engine's
+  clock reaches its close time: when the key's timer (its earliest close
+  time) fires, every window whose close time is at or before ``sw.now()``
+  closes in that activation, in close-time order. With ``lateness=``, a
+  window also closes as soon as the key's latest event time minus
+  ``lateness`` reaches its close time. All open windows close at EOF.
+- The key's *watermark* is how far it has closed windows: the latest close
+  time it closed (or, with ``lateness=``, its latest event time minus
+  ``lateness`` if that is later).
 - A value is *late* when it would go into a window that is already closed
   (sessions: when its time is at or behind the key's watermark). It is
   reported on the late output and otherwise ignored. Rows at or behind the
@@ -47,6 +51,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+from .._driver import now
 from ..errors import ConfigError
 from ..logic import DISCARD, StatefulLogic
 from ..timers import EPOCH
@@ -344,7 +349,8 @@ class WindowLogic(StatefulLogic):
     """One key's windows. Snapshot: ``(watermark, known, windows)`` with
     ``windows`` a tuple of ``(id, open_time, close_time, count, acc)``;
     ``watermark`` is the key's watermark (None before it is known) and
-    ``known`` the latest engine watermark the key knows of (from its timers)."""
+    ``known`` the latest engine clock the key knows of (``sw.now()`` when its
+    timer fired)."""
 
     def __init__(self, config: WindowConfig, resume=None):
         self.config = config
@@ -378,12 +384,15 @@ class WindowLogic(StatefulLogic):
         return None
 
     def on_notify(self):
-        fired = self.notify_at()  # the engine's watermark has reached it
+        fired = self.notify_at()  # the engine's clock has reached it
         emits: List[Any] = []
         if fired is not None:
-            self.known = later(self.known, fired)
-            self.watermark = later(self.watermark, fired)
-            self._close_due(emits)
+            # Everything due by the activation's clock closes now, not just the
+            # earliest window (no clock, e.g. called outside an activation:
+            # what the timer tells).
+            reached = later(fired, now())
+            self.known = later(self.known, reached)
+            self._close_due(emits, reached)
         return emits, self._discard()
 
     def on_eof(self):
@@ -476,12 +485,19 @@ class WindowLogic(StatefulLogic):
     def _by_close(self, windows) -> List[int]:
         return sorted(windows, key=lambda i: (windows[i][1], windows[i][0], i))
 
-    def _close_due(self, emits) -> None:
-        watermark = self.watermark
-        if watermark is None or not self.windows:
+    def _close_due(self, emits, reached=None) -> None:
+        """Close, in close-time order, every window whose close time is at or
+        before the key's watermark or ``reached`` (the engine's clock); the
+        key's watermark moves to the latest close time closed."""
+        bound = later(self.watermark, reached)
+        if bound is None or not self.windows:
             return
-        due = {i: w for i, w in self.windows.items() if w[1] <= watermark}
-        for window_id in self._by_close(due):
+        due = {i: w for i, w in self.windows.items() if w[1] <= bound}
+        if not due:
+            return
+        order = self._by_close(due)
+        self.watermark = later(self.watermark, due[order[-1]][1])
+        for window_id in order:
             self._close(window_id, emits)
 
     def _close(self, window_id, emits) -> None:

@@ -1,9 +1,9 @@
 """Every operator on Spark: the same per-key outputs as offline.
 
 Bounded DataFrames (fast) for each operator, compared per key with
-``run_bounded``; two streaming queries (windows through
-``run_script_on_spark``, and a two-input join on file streams) compared with
-the offline runner.
+``run_bounded``; streaming queries (windows through ``run_script_on_spark``,
+one of them a watermark jump past several windows of a key, and a two-input
+join on file streams) compared with the offline runner.
 """
 
 from __future__ import annotations
@@ -400,6 +400,26 @@ def test_streaming_windows_match_offline(spark, tmp_path):
     assert [(w.window_id, w.value, w.late and w.late["value"]) for w in offline.by_key["a"]] \
         == [(0, 3, None), (0, None, 8), (1, 1, None)]
     assert offline.by_key["b"] == [ops.WindowOut(0, t(0), t(10), 2)]
+    assert offline.live_keys == 1                   # c's window [70, 80) is still open
+
+
+def test_streaming_watermark_jump_closes_every_due_window(spark, tmp_path):
+    # a opens three windows while the watermark is 0; c's 75 min moves it to 45 min
+    # and the no-data batch that follows closes all three of a's windows at once
+    # (a's timer is its first close time, 10 min; on_notify reads sw.now()).
+    script = [Batch([("a", _ev(1, 1)), ("a", _ev(12, 2)), ("a", _ev(25, 3)), ("a", _ev(27, 4))]),
+              Batch([("c", _ev(75, 5))])]
+    time = sw.EventTime("ts", watermark="30 minutes")
+    op = ops.count_window(TEN)
+    online = run_script_on_spark(spark, op, script, input_schema=STREAM_INPUT,
+                                 output_schema=ops.window_schema("long"), time=time,
+                                 workdir=str(tmp_path / "jump"))
+    offline = run(op, script, time=time)
+    assert {k: [plain(v) for v in vs] for k, vs in online.by_key.items()} == \
+        offline_by_key(offline)
+    assert offline.by_key == {"a": [ops.WindowOut(0, t(0), t(10), 1),
+                                    ops.WindowOut(1, t(10), t(20), 1),
+                                    ops.WindowOut(2, t(20), t(30), 2)]}
     assert offline.live_keys == 1                   # c's window [70, 80) is still open
 
 

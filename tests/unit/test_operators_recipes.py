@@ -8,10 +8,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import sparkwax as sw
+from sparkwax import recovery
 from sparkwax.operators import (Rules, Throttled, collect, count_final, deduplicate,
                                 rules_from, session, stateful_map, throttle, with_rules,
                                 with_ttl)
-from sparkwax.testing import Batch, Crash, Eof, Runner, run, run_bounded
+from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, run, run_bounded
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 EVENT = sw.EventTime("ts")
@@ -62,6 +63,21 @@ def test_deduplicate_forgets_ids_and_keys_after_ttl():
     runner.step(Batch([("clock", ev(30))]))     # watermark 12
     result = runner.finish()                    # watermark 30: "b" too: the key goes
     assert "k" not in result.snapshots
+
+
+def test_deduplicate_forgets_every_expired_id_at_once():
+    runner = Runner(deduplicate("id", timedelta(seconds=10)),
+                    time=sw.EventTime("ts", watermark="1 minute"))
+    runner.step(Batch([("k", ev(0, 1, id="a")), ("k", ev(4, 2, id="b")),
+                       ("k", ev(15, 3, id="c"))]))
+    runner.step(Batch([("clock", ev(100, id="x"))]))   # watermark 0, then 40 s
+    assert recovery.decode(runner.blobs["k"], step_id="stateful", key="k") == (
+        ("a", t(0)), ("b", t(4)), ("c", t(15)))
+    runner.step(Tick())     # k's timer (10 s) fires at 40 s: all three ids expired by then
+    result = runner.finish()
+    assert "k" not in result.snapshots                  # forgotten in one activation
+    assert result.activations == 3                      # k, clock, k
+    assert ns(result.by_key["k"]) == [1, 2, 3]
 
 
 def test_deduplicate_needs_a_ttl():
@@ -138,6 +154,21 @@ def test_session_custom_summary_out_of_order_merge_and_cleanup():
     assert sorted(done.snapshots) == ["clock"]      # z emitted nothing and left no state
 
 
+def test_session_closes_every_due_session_in_one_activation():
+    script = [Batch([("a", ev(0)), ("a", ev(300)), ("a", ev(1800)), ("a", ev(3600))]),
+              Batch([("clock", ev(9000))])]         # watermark 0 s, then 5400 s
+    runner = Runner(session("10 minutes"), time=sw.EventTime("ts", watermark="1 hour"))
+    for step in script:
+        runner.step(step)
+    assert runner.result.outputs == []
+    runner.step(Tick())                             # one activation of a closes all three
+    assert runner.result.by_key == {"a": [{"start": t(0), "end": t(300), "events": 2},
+                                          {"start": t(1800), "end": t(1800), "events": 1},
+                                          {"start": t(3600), "end": t(3600), "events": 1}]}
+    assert runner.result.activations == 3
+    assert sorted(runner.finish().snapshots) == ["clock"]
+
+
 # -- with_ttl -------------------------------------------------------------------------
 
 
@@ -170,6 +201,53 @@ def test_with_ttl_keeps_the_inner_timers():
     result = run(op, script, time=EVENT)
     assert [ns(batch) for batch in result.by_key["a"]] == [[1, 2]]
     assert "a" not in result.snapshots       # the inner logic discarded: so did the wrapper
+
+
+class Reminder(sw.StatefulLogic):
+    """Counts values; emits one reminder 5 minutes after the first, the count at EOF."""
+
+    def __init__(self, resume=None):
+        self.first, self.count, self.reminded = resume or (None, 0, False)
+
+    def on_item(self, value):
+        self.first = self.first or value["ts"]
+        self.count += 1
+        return [], sw.RETAIN
+
+    def notify_at(self):
+        if self.reminded or self.first is None:
+            return None
+        return self.first + timedelta(minutes=5)
+
+    def on_notify(self):
+        self.reminded = True
+        return [("reminder", self.count)], sw.RETAIN
+
+    def on_eof(self):
+        return [("count", self.count)], sw.DISCARD
+
+    def snapshot(self):
+        return (self.first, self.count, self.reminded)
+
+
+def test_with_ttl_fires_the_inner_timer_and_expires_in_one_activation():
+    script = [Batch([("a", ev(0)), ("a", ev(60))]),
+              Batch([("clock", ev(3000))])]     # watermark 60 s, then 50 min
+    runner = Runner(with_ttl(Reminder, "20 minutes", flush=True), time=EVENT)
+    for step in script:
+        runner.step(step)
+    assert runner.result.outputs == []
+    runner.step(Tick())          # inner timer (5 min) and expiry (21 min) both passed
+    assert runner.result.by_key == {"a": [("reminder", 2), ("count", 2)]}
+    assert runner.result.activations == 3
+    assert sorted(runner.finish().snapshots) == ["clock"]
+
+
+def test_with_ttl_skips_the_inner_timer_when_the_key_expired_before_it():
+    script = [Batch([("a", ev(0))]), Batch([("clock", ev(3000))])]
+    result = run(with_ttl(Reminder, "2 minutes", flush=True), script, time=EVENT)
+    assert result.by_key["a"] == [("count", 1)]   # expired at 2 min, before the 5 min timer
+    assert sorted(result.snapshots) == ["clock"]
 
 
 def test_with_ttl_on_bounded_input():

@@ -14,7 +14,7 @@ from sparkwax.operators import (LATE_SESSION_ID, SessionWindower, SlidingWindowe
                                 TumblingWindower, WindowOut, collect_window, count_window,
                                 fold_window, join_window, max_window, min_window,
                                 reduce_window, tag, window_schema)
-from sparkwax.testing import Batch, Crash, Eof, Runner, run, run_bounded
+from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, run, run_bounded
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 TEN = TumblingWindower(timedelta(minutes=10), align_to=T0)
@@ -206,6 +206,85 @@ def test_session_merge_of_three_sessions_with_fold():
               Eof()]
     result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
     assert result.by_key == {"a": [W(us(0), 0, 34, ["p", "s", "q", "t", "r"])]}
+
+
+# -- a watermark that jumps past several windows at once -------------------------------
+#
+# A key's timer is its earliest close time; when it fires, on_notify reads
+# sw.now() and closes every window that is due, in close-time order, in that
+# one activation.
+
+JUMP = sw.EventTime("ts", watermark="30 minutes")
+
+
+def test_a_jump_past_three_tumbling_windows_closes_them_in_one_activation():
+    runner = Runner(count_window(TEN), time=JUMP)
+    runner.step(Batch([("a", ev(1)), ("a", ev(12)), ("a", ev(25)), ("a", ev(27))]))
+    runner.step(Batch([("a", ev(55)), ("clock", ev(75))]))  # watermark still 0 here
+    assert runner.result.outputs == []
+    assert runner.result.activations == 3
+    runner.step(Tick())                                      # watermark 45: a's timer fires
+    assert runner.result.outputs == [("a", W(0, 0, 10, 1)), ("a", W(1, 10, 20, 1)),
+                                     ("a", W(2, 20, 30, 2))]
+    assert runner.result.activations == 4                    # a, once
+    result = runner.finish()
+    # a's watermark is the last close time it closed, `known` the clock it saw
+    assert result.snapshots["a"] == (t(30), t(45), ((5, t(50), t(60), 1, None),))
+    assert result.timers == {"a": t(60), "clock": t(80)}
+
+
+@pytest.mark.parametrize("windower,expected", [
+    (SLIDING, [W(-1, -5, 5, 1), W(0, 0, 10, 1), W(1, 5, 15, 1), W(2, 10, 20, 1),
+               W(4, 20, 30, 2), W(5, 25, 35, 2)]),
+    (SESSIONS, [W(us(1), 1, 11, 1), W(us(12), 12, 22, 1), W(us(25), 25, 37, 2)]),
+])
+def test_a_jump_closes_every_due_sliding_window_and_session(windower, expected):
+    script = [Batch([("a", ev(1)), ("a", ev(12)), ("a", ev(25)), ("a", ev(27))]),
+              Batch([("clock", ev(75))])]                    # watermark 0, then 45
+    result = run(count_window(windower), script, time=JUMP)  # + the no-data batch at 45
+    assert result.by_key["a"] == expected
+    assert result.activations == 3                           # a, clock, a
+    assert sorted(result.snapshots) == ["clock"]
+
+
+def test_in_processing_time_every_window_due_by_the_batch_time_closes():
+    script = [Batch([("a", ev(1)), ("a", ev(12)), ("a", ev(25))], now=t(0)),
+              Tick(now=t(15)),              # closes [0, 10) only: [10, 20) is not due
+              Tick(now=t(40))]              # closes [10, 20) and [20, 30) together
+    runner = Runner(count_window(TEN))
+    emitted = []
+    for step in script:
+        runner.step(step)
+        emitted.append([w.window_id for _, w in runner.result.outputs[sum(map(len, emitted)):]])
+    assert emitted == [[], [0], [1, 2]]
+    assert runner.finish().live_keys == 0
+
+
+def test_the_key_watermark_is_the_last_close_time_closed_not_the_clock():
+    # ProcessingTime, values stamped with the batch time: the batch at 40 closes the
+    # session [0, 10) first; its own value at 40 is not late (the key's watermark
+    # is 10, the last close time it closed), it opens the next session.
+    script = [Batch([("a", ev(0)), ("a", ev(5))], now=t(5)),
+              Batch([("a", ev(40))], now=t(40)),
+              Eof()]
+    result = run(count_window(SESSIONS), script)
+    assert result.by_key == {"a": [W(us(0), 0, 15, 2), W(us(40), 40, 50, 1)]}
+
+
+def test_without_a_clock_on_notify_closes_what_its_timer_tells(monkeypatch):
+    import sparkwax._driver as driver
+    from sparkwax.timers import to_epoch_ms
+
+    windows = ((0, t(0), t(10), 1, None), (1, t(10), t(20), 1, None),
+               (2, t(20), t(30), 2, None))
+    monkeypatch.setattr(driver, "_NOW_MS", None)
+    logic = count_window(TEN)((None, None, windows))
+    assert sw.now() is None
+    assert logic.on_notify() == ([W(0, 0, 10, 1)], sw.RETAIN)     # the earliest only
+    assert logic.snapshot() == (t(10), t(10), windows[1:])
+    monkeypatch.setattr(driver, "_NOW_MS", to_epoch_ms(t(25)))
+    assert logic.on_notify() == ([W(1, 10, 20, 1)], sw.RETAIN)     # 30 > now (25)
+    assert logic.snapshot() == (t(20), t(25), windows[2:])
 
 
 # -- the aggregations -------------------------------------------------------------------
