@@ -23,6 +23,9 @@ Variants (each emits one row per key per micro-batch: the running count):
 * ``sparkwax``    ``sw.stateful_batch(value="v")`` with a StatefulBatchLogic
                   that adds ``len(values)`` in ``on_batch`` and emits the
                   running count once (sparkwax.testing.reference.BatchCounter).
+* ``sw-packed``   the same StatefulBatchLogic with ``host="packed"`` (keys
+                  hashed into 4 x shuffle-partition buckets, one Spark group
+                  per bucket; issue: the packed host).
 * ``sw-per-item`` ``sw.stateful(value="v")`` with a StatefulLogic counting in
                   ``on_item`` (one Python call per row). A StatefulLogic cannot
                   tell which row is the last of an activation, so it emits
@@ -147,6 +150,9 @@ def build(spark, variant: str, source: str):
     if variant == "sparkwax":
         return sw.stateful_batch(stream, key="key", builder=BatchCounter, value="v",
                                  output_schema="count long"), "append"
+    if variant == "sw-packed":
+        return sw.stateful_batch(stream, key="key", builder=BatchCounter, value="v",
+                                 output_schema="count long", host="packed"), "append"
     if variant == "sw-per-item":
         return sw.stateful(stream, key="key", builder=ItemCounter, value="v",
                            output_schema="count long"), "append"
@@ -198,7 +204,8 @@ def main(argv=None) -> int:
     parser.add_argument("--keys", type=int, nargs="*", default=[100, 10_000])
     parser.add_argument("--repeat", type=int, default=3, help="measured batches per variant")
     parser.add_argument("--variants", nargs="*",
-                        default=["bare", "sparkwax", "sw-per-item", "groupBy.count"])
+                        default=["bare", "sparkwax", "sw-packed", "sw-per-item",
+                                 "groupBy.count"])
     parser.add_argument("--quick", action="store_true",
                         help="200k rows, 2 measured batches, bare + sparkwax only")
     args = parser.parse_args(argv)
