@@ -92,3 +92,18 @@ def test_order_by_missing_column_is_a_config_error(spark):
     frame = spark.createDataFrame([("k", 0, "a")], "key string, seq long, value string")
     with pytest.raises(sw.ConfigError, match=r"order_by names missing column\(s\) \['nope'\]"):
         sw.stateful(frame, key="key", builder=Count, order_by="nope", output_schema="n long")
+
+
+@pytest.mark.parametrize("rows, schema", [
+    ([("k", 0, "a"), (None, 1, "b")], "key string, seq long, value string"),
+    ([(1.0, 0, "a"), (float("nan"), 1, "b")], "key double, seq long, value string"),
+])
+def test_null_or_nan_key_is_an_input_error(spark, rows, schema):
+    frame = spark.createDataFrame(rows, schema)
+    out = sw.stateful(frame, key="key", builder=Count, value="value", output_schema="n long",
+                      step_id="keyed")
+    with pytest.raises(Exception) as failure:
+        out.collect()
+    message = str(failure.value)
+    for part in ("InputError", "step 'keyed'", "null or NaN key", "df.na.drop"):
+        assert part in message, f"{part!r} missing from: {message[:2000]}"
