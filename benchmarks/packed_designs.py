@@ -84,24 +84,27 @@ WA_METRICS = ["rocksdbPutCount", "rocksdbBytesCopied", "rocksdbTotalBytesWritten
 
 
 # --------------------------------------------------------------------------- variants
-# Module-level functions / classes: pickled by cloudpickle by reference to this
-# module's globals, so everything they use is passed in explicitly.
+# Everything below is shipped to the Python workers by cloudpickle (this file
+# runs as __main__, so by value). ``o`` is an Opts: three accumulators (state
+# bytes handed to the store, microseconds inside the UDF, microseconds of those
+# spent consuming the input frames), the timers flag and the snapshot padding.
 
-def make_aipws_key(acc, tacc, timers: bool):
-    def count_key(key, pdfs, state):
-        t0 = time.perf_counter()
-        n = pickle.loads(state.get[0]) if state.exists else 0
-        for pdf in pdfs:
-            n += len(pdf)
-        blob = pickle.dumps(n)
-        state.update((blob,))
-        acc.add(len(blob) + len(key[0]))
-        if timers:
-            state.setTimeoutDuration(TIMEOUT_MS)
-        out = pd.DataFrame({"key": [key[0]], "count": [n]})
-        tacc.add(int((time.perf_counter() - t0) * 1e6))
-        yield out
-    return count_key
+class Opts:
+    def __init__(self, spark, timers: bool, pad: int):
+        sc = spark.sparkContext
+        self.bytes, self.udf_us, self.input_us = (sc.accumulator(0), sc.accumulator(0),
+                                                  sc.accumulator(0))
+        self.timers, self.pad = timers, pad
+
+
+def enc(n: int, pad: int) -> bytes:
+    """A key's snapshot: pickled count (plus ``pad`` incompressible bytes)."""
+    return pickle.dumps(n) if not pad else pickle.dumps((n, os.urandom(pad)))
+
+
+def dec(blob, pad: int) -> int:
+    value = pickle.loads(blob)
+    return value if not pad else value[0]
 
 
 def _counts(pdfs):
@@ -114,25 +117,50 @@ def _counts(pdfs):
     return counts.index.tolist(), counts.tolist()
 
 
-def make_aipws_bucket(acc, tacc, timers: bool):
+def make_aipws_key(o: Opts):
+    acc, tacc, iacc, timers, pad = o.bytes, o.udf_us, o.input_us, o.timers, o.pad
+
+    def count_key(key, pdfs, state):
+        t0 = time.perf_counter()
+        rows = 0
+        for pdf in pdfs:
+            rows += len(pdf)
+        t1 = time.perf_counter()
+        n = (dec(state.get[0], pad) if state.exists else 0) + rows
+        blob = enc(n, pad)
+        state.update((blob,))
+        acc.add(len(blob) + len(key[0]))
+        if timers:
+            state.setTimeoutDuration(TIMEOUT_MS)
+        out = pd.DataFrame({"key": [key[0]], "count": [n]})
+        iacc.add(int((t1 - t0) * 1e6))
+        tacc.add(int((time.perf_counter() - t0) * 1e6))
+        yield out
+    return count_key
+
+
+def make_aipws_bucket(o: Opts):
+    acc, tacc, iacc, timers, pad = o.bytes, o.udf_us, o.input_us, o.timers, o.pad
+
     def count_bucket(bucket, pdfs, state):
         t0 = time.perf_counter()
-        keys = pickle.loads(state.get[0]) if state.exists else {}
-        if state.hasTimedOut:
+        if state.hasTimedOut:  # (never happens here: 1 h timeouts)
             for _ in pdfs:
                 pass
             return
         names, counts = _counts(pdfs)
+        t1 = time.perf_counter()
+        keys = pickle.loads(state.get[0]) if state.exists else {}
         now = state.getCurrentProcessingTimeMs() if timers else 0
         out = []
         for name, c in zip(names, counts):
             entry = keys.get(name)
             if timers:
-                n = (pickle.loads(entry[0]) if entry else 0) + c
-                keys[name] = (pickle.dumps(n), now + TIMEOUT_MS)
+                n = (dec(entry[0], pad) if entry else 0) + c
+                keys[name] = (enc(n, pad), now + TIMEOUT_MS)
             else:
-                n = (pickle.loads(entry) if entry else 0) + c
-                keys[name] = pickle.dumps(n)
+                n = (dec(entry, pad) if entry else 0) + c
+                keys[name] = enc(n, pad)
             out.append(n)
         blob = pickle.dumps(keys, protocol=5)
         state.update((blob,))
@@ -141,14 +169,17 @@ def make_aipws_bucket(acc, tacc, timers: bool):
             earliest = min(entry[1] for entry in keys.values())
             state.setTimeoutDuration(max(earliest - now, 1))
         frame = pd.DataFrame({"key": names, "count": out}) if names else None
+        iacc.add(int((t1 - t0) * 1e6))
         tacc.add(int((time.perf_counter() - t0) * 1e6))
         if frame is not None:
             yield frame
     return count_bucket
 
 
-def make_tws_bucket(acc, tacc, timers: bool):
+def make_tws_bucket(o: Opts):
     from pyspark.sql.streaming import StatefulProcessor
+
+    acc, tacc, iacc, timers, pad = o.bytes, o.udf_us, o.input_us, o.timers, o.pad
 
     class PackedCounter(StatefulProcessor):
         def init(self, handle):
@@ -161,15 +192,16 @@ def make_tws_bucket(acc, tacc, timers: bool):
 
         def handleInputRows(self, key, rows, timerValues):
             t0 = time.perf_counter()
-            names, counts = _counts(rows)
+            names, counts = _counts(rows)  # drives TWS's row-by-row input conversion
+            t1 = time.perf_counter()
             now = timerValues.getCurrentProcessingTimeInMs() if timers else 0
             written, out = 0, []
             for name, c in zip(names, counts):
-                row = self.keys.getValue((name,))
-                n = (pickle.loads(row[0]) if row is not None else 0) + c
-                blob = pickle.dumps(n)
+                row = self.keys.getValue((name,))  # one JVM round trip
+                n = (dec(row[0], pad) if row is not None else 0) + c
+                blob = enc(n, pad)
                 if timers:
-                    self.keys.updateValue((name,), (blob, now + TIMEOUT_MS))
+                    self.keys.updateValue((name,), (blob, now + TIMEOUT_MS))  # one more
                     written += len(blob) + 8
                 else:
                     self.keys.updateValue((name,), (blob,))
@@ -177,19 +209,23 @@ def make_tws_bucket(acc, tacc, timers: bool):
                 written += len(name)
                 out.append(n)
             if timers and names:
-                due = now + TIMEOUT_MS  # one due time for every key touched in this call
+                # Every key touched in this call gets the same due time: one timer
+                # for the bucket + one due-index entry (due -> keys). Stale entries
+                # (keys re-armed since) are skipped when the timer fires.
+                due = now + TIMEOUT_MS
                 index = pickle.dumps(names)
                 self.due.updateValue((due,), (index,))
                 self.handle.registerTimer(due)
                 written += len(index) + 8 + 16
             acc.add(written)
             frame = pd.DataFrame({"key": names, "count": out}) if names else None
+            iacc.add(int((t1 - t0) * 1e6))
             tacc.add(int((time.perf_counter() - t0) * 1e6))
             if frame is not None:
                 yield frame
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-            # Lazy due index: keys re-armed since are skipped (their due moved on).
+            # (never happens here: 1 h timeouts; the logic is checked by hand)
             due = expiredTimerInfo.getExpiryTimeInMs()
             row = self.due.getValue((due,))
             if row is not None:
@@ -206,8 +242,10 @@ def make_tws_bucket(acc, tacc, timers: bool):
     return PackedCounter()
 
 
-def make_tws_key(acc, tacc, timers: bool):
+def make_tws_key(o: Opts):
     from pyspark.sql.streaming import StatefulProcessor
+
+    acc, tacc, iacc, timers, pad = o.bytes, o.udf_us, o.input_us, o.timers, o.pad
 
     class KeyCounter(StatefulProcessor):
         def init(self, handle):
@@ -216,11 +254,13 @@ def make_tws_key(acc, tacc, timers: bool):
 
         def handleInputRows(self, key, rows, timerValues):
             t0 = time.perf_counter()
-            row = self.state.get()
-            n = pickle.loads(row[0]) if row is not None else 0
+            n = 0
             for pdf in rows:
                 n += len(pdf)
-            blob = pickle.dumps(n)
+            t1 = time.perf_counter()
+            row = self.state.get()
+            n += dec(row[0], pad) if row is not None else 0
+            blob = enc(n, pad)
             self.state.update((blob,))
             acc.add(len(blob) + len(key[0]))
             if timers:  # the old timer has to go, or every key piles up timers
@@ -228,6 +268,7 @@ def make_tws_key(acc, tacc, timers: bool):
                     self.handle.deleteTimer(old)
                 self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + TIMEOUT_MS)
             out = pd.DataFrame({"key": [key[0]], "count": [n]})
+            iacc.add(int((t1 - t0) * 1e6))
             tacc.add(int((time.perf_counter() - t0) * 1e6))
             yield out
 
@@ -241,30 +282,30 @@ def make_tws_key(acc, tacc, timers: bool):
     return KeyCounter()
 
 
-def build(spark, variant: str, source: str, acc, tacc, timers: bool):
+def build(spark, variant: str, source: str, o: Opts):
     from pyspark.sql import functions as F
 
     stream = spark.readStream.schema("key string, v long").option("maxFilesPerTrigger", 1) \
         .parquet(source)
     out_schema = "key string, count long"
-    aipws_timeout = "ProcessingTimeTimeout" if timers else "NoTimeout"
-    tws_time = "ProcessingTime" if timers else "None"
+    aipws_timeout = "ProcessingTimeTimeout" if o.timers else "NoTimeout"
+    tws_time = "ProcessingTime" if o.timers else "None"
     bucketed = stream.withColumn("bucket", F.expr(f"pmod(xxhash64(key), {BUCKETS})"))
     if variant == "a-aipws-key":
         return stream.groupBy("key").applyInPandasWithState(
-            make_aipws_key(acc, tacc, timers), outputStructType=out_schema,
+            make_aipws_key(o), outputStructType=out_schema,
             stateStructType="s binary", outputMode="update", timeoutConf=aipws_timeout)
     if variant == "b-aipws-bkt":
         return bucketed.groupBy("bucket").applyInPandasWithState(
-            make_aipws_bucket(acc, tacc, timers), outputStructType=out_schema,
+            make_aipws_bucket(o), outputStructType=out_schema,
             stateStructType="keys binary", outputMode="update", timeoutConf=aipws_timeout)
     if variant == "c-tws-bkt":
         return bucketed.groupBy("bucket").transformWithStateInPandas(
-            make_tws_bucket(acc, tacc, timers), outputStructType=out_schema,
+            make_tws_bucket(o), outputStructType=out_schema,
             outputMode="Update", timeMode=tws_time)
     if variant == "d-tws-key":
         return stream.groupBy("key").transformWithStateInPandas(
-            make_tws_key(acc, tacc, timers), outputStructType=out_schema,
+            make_tws_key(o), outputStructType=out_schema,
             outputMode="Update", timeMode=tws_time)
     raise ValueError(variant)
 
@@ -359,14 +400,13 @@ def state_metrics(progress) -> dict:
 class Run:
     """One streaming query of one variant of one case."""
 
-    def __init__(self, spark, variant, workdir, timers):
+    def __init__(self, spark, variant, workdir, timers, pad):
         self.variant = variant
         self.dir = tempfile.mkdtemp(prefix=f"{variant}-", dir=workdir)
         self.source = os.path.join(self.dir, "input")
         os.makedirs(self.source)
-        self.acc = spark.sparkContext.accumulator(0)
-        self.tacc = spark.sparkContext.accumulator(0)
-        out = build(spark, variant, self.source, self.acc, self.tacc, timers)
+        self.o = Opts(spark, timers, pad)
+        out = build(spark, variant, self.source, self.o)
         self.query = out.writeStream.format("noop").outputMode("update") \
             .queryName(f"q_{variant.replace('-', '_')}_{os.path.basename(self.dir)[-6:]}") \
             .option("checkpointLocation", os.path.join(self.dir, "checkpoint")).start()
@@ -375,7 +415,9 @@ class Run:
 
     def step(self, parquet, number, root):
         drop_file(parquet, self.source, number)
-        acc0, tacc0, cpu0 = self.acc.value, self.tacc.value, cpu_table(root)
+        o = self.o
+        acc0, tacc0, iacc0 = o.bytes.value, o.udf_us.value, o.input_us.value
+        cpu0 = cpu_table(root)
         start = time.perf_counter()
         self.query.processAllAvailable()
         wall = (time.perf_counter() - start) * 1000
@@ -384,8 +426,9 @@ class Run:
         assert progress and progress["numInputRows"] > 0, (self.variant, progress)
         record = {"trigger": progress["durationMs"].get("triggerExecution"),
                   "addBatch": progress["durationMs"].get("addBatch"),
-                  "wall": wall, "cpu": cpu, "py_bytes": self.acc.value - acc0,
-                  "py_ms": (self.tacc.value - tacc0) / 1000,
+                  "wall": wall, "cpu": cpu, "py_bytes": o.bytes.value - acc0,
+                  "py_ms": (o.udf_us.value - tacc0) / 1000,
+                  "input_ms": (o.input_us.value - iacc0) / 1000,
                   "rows": progress["numInputRows"], "state": state_metrics(progress),
                   "raw_ops": progress.get("stateOperators", [])}
         if number == 0:
@@ -413,7 +456,7 @@ def run_case(spark, case, args, workdir, root):
     runs = {}
     try:
         for variant in args.variants:
-            runs[variant] = Run(spark, variant, workdir, args.timers)
+            runs[variant] = Run(spark, variant, workdir, args.timers, args.pad)
         for variant, run in runs.items():
             r = run.step(paths[0], 0, root)
             print(f"  [{case}] {variant:<12} batch 0 (creates {total:,} keys): "
@@ -424,7 +467,8 @@ def run_case(spark, case, args, workdir, root):
                 r = runs[variant].step(paths[number], number, root)
                 print(f"  [{case}] {variant:<12} batch {number}: {r['trigger']:,} ms "
                       f"(addBatch {r['addBatch']:,}, cpu {r['cpu']:,.0f}, in UDF "
-                      f"{r['py_ms']:,.0f}), py state bytes {r['py_bytes']:,}", flush=True)
+                      f"{r['py_ms']:,.0f} of which input {r['input_ms']:,.0f}), "
+                      f"py state bytes {r['py_bytes']:,}", flush=True)
         last_ops = {v: run.batches[-1]["raw_ops"] for v, run in runs.items()}
         return {v: {"first": run.first, "batches": run.batches} for v, run in runs.items()}, \
             touched, total, last_ops
@@ -445,6 +489,9 @@ def main(argv=None) -> int:
                         help="keys touched per batch / keys total of the dense case")
     parser.add_argument("--sparse", default="1000/100000", metavar="TOUCHED/TOTAL",
                         help="keys touched per batch / keys total of the sparse case")
+    parser.add_argument("--pad", type=int, default=0, metavar="BYTES",
+                        help="add BYTES random bytes to every key's snapshot (default 0: "
+                             "the snapshot is pickle.dumps(count), 5 bytes)")
     parser.add_argument("--timers", action="store_true",
                         help="every touched key re-arms a 1 h processing-time timeout")
     parser.add_argument("--changelog", choices=["default", "true", "false"], default="default",
@@ -504,7 +551,8 @@ def main(argv=None) -> int:
     print(f"Spark {spark.version}, local[2], shuffle partitions 2, RocksDB state store "
           f"(changelog checkpointing {changelog}), {args.rows:,} rows per micro-batch, "
           f"{args.batches} measured batches after batch 0, buckets {BUCKETS}, "
-          f"timers {'on' if args.timers else 'off'}", flush=True)
+          f"timers {'on' if args.timers else 'off'}, snapshot padding {args.pad} B",
+          flush=True)
     workdir = tempfile.mkdtemp(prefix="packed-designs-")
     results = {}
     try:
@@ -526,13 +574,13 @@ def main(argv=None) -> int:
 
 def report(results, args):
     print()
-    print("Micro-batch time of the measured batches (medians). ratio = variant / a-aipws-key "
-          "(same run, same case); in UDF = time inside the Python function (for TWS it\n"
-          "includes the lazy row-by-row input conversion and the state round trips); "
-          "us/key = in-UDF time per touched key")
+    print("Micro-batch time of the measured batches (medians, ms). ratio = variant / "
+          "a-aipws-key (same run, same case); in UDF = wall time inside the Python\n"
+          "functions, input = the part spent consuming the input frames (for TWS: its lazy "
+          "row-by-row conversion), us/key = (in UDF - input) per touched key")
     header = (f"{'case':<7} {'touched/total':>15} {'variant':<12} {'trigger':>8} {'best':>7} "
-              f"{'addBatch':>8} {'cpu':>7} {'in UDF':>7} {'us/key':>7} {'ratio':>6} "
-              f"{'cpu ratio':>9} {'batch 0':>8}")
+              f"{'addBatch':>8} {'cpu':>7} {'in UDF':>7} {'input':>6} {'us/key':>7} "
+              f"{'ratio':>6} {'cpu ratio':>9} {'batch 0':>8}")
     print(header)
     print("-" * len(header))
     for case, (res, touched, total) in results.items():
@@ -542,10 +590,11 @@ def report(results, args):
         for variant in args.variants:
             bs = res[variant]["batches"]
             t, c = med([b["trigger"] for b in bs]), med([b["cpu"] for b in bs])
-            py = med([b["py_ms"] for b in bs])
+            py, inp = med([b["py_ms"] for b in bs]), med([b["input_ms"] for b in bs])
             print(f"{case:<7} {f'{touched:,}/{total:,}':>15} {variant:<12} {t:>8,.0f} "
                   f"{min(b['trigger'] for b in bs):>7,} {med([b['addBatch'] for b in bs]):>8,.0f}"
-                  f" {c:>7,.0f} {py:>7,.0f} {py * 1000 / touched:>7,.0f}"
+                  f" {c:>7,.0f} {py:>7,.0f} {inp:>6,.0f}"
+                  f" {med([(b['py_ms'] - b['input_ms']) for b in bs]) * 1000 / touched:>7,.0f}"
                   f" {(t / base_t if base_t else float('nan')):>6.2f}"
                   f" {(c / base_c if base_c else float('nan')):>9.2f}"
                   f" {res[variant]['first']['trigger']:>8,}")

@@ -100,5 +100,7 @@ def _column(series, kind: str) -> list:
 
 def plain_key(key_values: Tuple[Any, ...], single: bool):
     """Spark's key tuple as plain Python values (a scalar for one key column)."""
-    plain = tuple(v.item() if isinstance(v, np.generic) else v for v in key_values)
-    return plain[0] if single else plain
+    if single:
+        value = key_values[0]
+        return value.item() if isinstance(value, np.generic) else value
+    return tuple(v.item() if isinstance(v, np.generic) else v for v in key_values)

@@ -27,7 +27,7 @@ from sparkwax.testing import Batch, Tick, run
 from sparkwax.testing.reference import Accumulator
 
 APP = Path(__file__).resolve().parents[2] / "examples" / "recovery_app.py"
-FILES = 14
+FILES = 10
 KILLS = 5
 BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)
 TIME = __import__("sparkwax").EventTime("ts", watermark="2 minutes")
