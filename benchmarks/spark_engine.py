@@ -6,14 +6,17 @@ Setup: ``sparkwax.local_session("local[2]")`` (2 shuffle partitions, HDFS
 state store). For each key count one parquet file of N rows
 ``(key long, v long)`` (key = row % keys, shuffled) is written once. Each
 variant runs as one streaming query over a parquet directory with
-``maxFilesPerTrigger=1`` and the ``noop`` sink; the query is started with one
-copy of the file (micro-batch 0: query start-up, JIT and worker warm-up, every
-key new), then R more copies are dropped in one at a time, each processed as
-one micro-batch of N rows by ``processAllAvailable()``. Those R batches are
-measured (every key has state from the earlier batches, so each group pays a
-state read + write): ``durationMs.triggerExecution`` from ``lastProgress``
-(the batch itself, no query start-up), best and median of R, plus the wall
-time around ``processAllAvailable`` for reference.
+``maxFilesPerTrigger=1`` and the ``noop`` sink; all variants' queries are
+started, each with one copy of the file (micro-batch 0: query start-up, JIT and
+worker warm-up, every key new), then R rounds drop one more copy into each
+variant's directory in turn (rotating order), each processed as one
+micro-batch of N rows by ``processAllAvailable()``. Those R batches per
+variant are measured (every key has state from the earlier batches, so each
+group pays a state read + write): ``durationMs.triggerExecution`` from
+``lastProgress`` (the batch itself, no query start-up, no trigger wait), and
+the CPU time of the JVM and its Python workers from the file drop to the end
+of the batch (read from /proc: robust against other load on a shared
+machine, unlike wall time). Best (and median) of R.
 
 Variants (each emits one row per key per micro-batch: the running count):
 
@@ -168,34 +171,46 @@ def drop_file(parquet: str, source: str, number: int) -> None:
     os.replace(staging, os.path.join(source, f"part-{number:04d}.parquet"))
 
 
-def measure(spark, variant: str, parquet: str, workdir: str, repeat: int, root=None):
-    run_dir = tempfile.mkdtemp(prefix=f"{variant.replace('.', '_')}-", dir=workdir)
-    source = os.path.join(run_dir, "input")
-    os.makedirs(source)
-    drop_file(parquet, source, 0)
-    out, mode = build(spark, variant, source)
-    query = out.writeStream.format("noop").outputMode(mode) \
-        .option("checkpointLocation", os.path.join(run_dir, "checkpoint")).start()
-    try:
-        query.processAllAvailable()  # batch 0: start-up + warm-up
-        first = query.lastProgress
-        trigger_ms, wall_ms, cpu_ms = [], [], []
-        for number in range(1, repeat + 1):
-            drop_file(parquet, source, number)
-            cpu = tree_cpu_seconds(root)
-            start = time.perf_counter()
-            query.processAllAvailable()
-            wall_ms.append((time.perf_counter() - start) * 1000)
-            cpu_ms.append((tree_cpu_seconds(root) - cpu) * 1000)
-            progress = query.lastProgress
-            assert progress["numInputRows"] > 0, progress
-            trigger_ms.append(progress["durationMs"]["triggerExecution"])
-        state_rows = sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", []))
-    finally:
-        query.stop()
-        shutil.rmtree(run_dir, ignore_errors=True)
-    return {"warmup_ms": first["durationMs"]["triggerExecution"], "trigger_ms": trigger_ms,
-            "wall_ms": wall_ms, "cpu_ms": cpu_ms, "rows": progress["numInputRows"], "state_rows": state_rows}
+class Query:
+    """One variant's streaming query over its own input directory."""
+
+    def __init__(self, spark, variant: str, parquet: str, workdir: str, trigger: str):
+        self.variant, self.parquet = variant, parquet
+        run_dir = tempfile.mkdtemp(prefix=f"{variant.replace('.', '_')}-", dir=workdir)
+        self.source = os.path.join(run_dir, "input")
+        os.makedirs(self.source)
+        self.files = 0
+        self.drop()
+        out, mode = build(spark, variant, self.source)
+        self.query = out.writeStream.format("noop").outputMode(mode) \
+            .trigger(processingTime=trigger) \
+            .option("checkpointLocation", os.path.join(run_dir, "checkpoint")).start()
+        self.query.processAllAvailable()  # batch 0: start-up + warm-up, every key new
+        self.warmup_ms = self.query.lastProgress["durationMs"]["triggerExecution"]
+        self.trigger_ms, self.wall_ms, self.cpu_ms = [], [], []
+        self.rows = self.state_rows = 0
+
+    def drop(self) -> None:
+        drop_file(self.parquet, self.source, self.files)
+        self.files += 1
+
+    def batch(self, root) -> None:
+        """One more copy of the file: one measured micro-batch."""
+        cpu = tree_cpu_seconds(root)
+        start = time.perf_counter()
+        self.drop()
+        self.query.processAllAvailable()
+        self.wall_ms.append((time.perf_counter() - start) * 1000)
+        self.cpu_ms.append((tree_cpu_seconds(root) - cpu) * 1000)
+        progress = self.query.lastProgress
+        assert progress["numInputRows"] > 0, progress
+        self.trigger_ms.append(progress["durationMs"]["triggerExecution"])
+        self.rows = progress["numInputRows"]
+        self.state_rows = sum(op.get("numRowsTotal", 0)
+                              for op in progress.get("stateOperators", []))
+
+    def stop(self) -> None:
+        self.query.stop()
 
 
 def main(argv=None) -> int:
@@ -206,6 +221,9 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", nargs="*",
                         default=["bare", "sparkwax", "sw-packed", "sw-per-item",
                                  "groupBy.count"])
+    parser.add_argument("--trigger", default="500 milliseconds",
+                        help="processing-time trigger of every query (idle queries then "
+                             "poll rarely; the wait is not part of the batch time)")
     parser.add_argument("--quick", action="store_true",
                         help="200k rows, 2 measured batches, bare + sparkwax only")
     args = parser.parse_args(argv)
@@ -223,13 +241,27 @@ def main(argv=None) -> int:
     try:
         for keys in args.keys:
             parquet = write_data(spark, os.path.join(workdir, f"data-{keys}"), args.rows, keys)
-            for variant in args.variants:
-                r = measure(spark, variant, parquet, workdir, args.repeat, root)
-                results[keys, variant] = r
-                print(f"  keys={keys:<6} {variant:<14} warm-up {r['warmup_ms']:>6} ms, "
+            queries = []
+            try:
+                for variant in args.variants:
+                    queries.append(Query(spark, variant, parquet, workdir, args.trigger))
+                # Interleaved rounds (rotating order): load that drifts on a shared
+                # machine, JIT warm-up and GC hit every variant alike.
+                for round_ in range(args.repeat):
+                    shift = round_ % len(queries)
+                    for q in queries[shift:] + queries[:shift]:
+                        q.batch(root)
+            finally:
+                for q in queries:
+                    q.stop()
+            for q in queries:
+                r = {"warmup_ms": q.warmup_ms, "trigger_ms": q.trigger_ms, "wall_ms": q.wall_ms,
+                     "cpu_ms": q.cpu_ms, "rows": q.rows, "state_rows": q.state_rows}
+                results[keys, q.variant] = r
+                print(f"  keys={keys:<6} {q.variant:<14} warm-up {r['warmup_ms']:>6} ms, "
                       f"batches {r['trigger_ms']} ms (wall "
-                      f"{[round(w) for w in r['wall_ms']]}, cpu {[round(c) for c in r['cpu_ms']]}), "
-                      f"state rows {r['state_rows']}",
+                      f"{[round(w) for w in r['wall_ms']]}, cpu "
+                      f"{[round(c) for c in r['cpu_ms']]}), state rows {r['state_rows']}",
                       flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
