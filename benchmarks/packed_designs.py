@@ -1,7 +1,13 @@
 """State designs for the packed host: AIPWS per key vs AIPWS bucketed vs TWS bucketed.
 
     python benchmarks/packed_designs.py [--quick] [--rows N] [--batches B]
-                                        [--variants ...] [--cases dense sparse]
+        [--variants ...] [--cases dense sparse] [--dense T/N] [--sparse T/N]
+        [--pad BYTES] [--timers] [--changelog true|false] [--dump-metrics]
+
+Needs the ``protobuf`` package besides pyspark/pandas/pyarrow:
+transformWithStateInPandas talks to the JVM state server in protobuf, and
+pyspark's ``sql`` extra does not pull it in (without it the query dies with
+"TransformWithStateInPySpark driver worker exited unexpectedly (crashed)").
 
 A research benchmark (DESIGN.md section 6, sparkwax/engine/packed.py); it does
 not use sparkwax itself. One run, one SparkSession: ``local[2]``, 2 shuffle
@@ -28,7 +34,9 @@ Variants:
 * ``d-tws-key``    (extra, only with --variants) transformWithStateInPandas grouped by
                    ``key`` with a ``ValueState`` (TWS per key).
 
-With ``--timers`` every touched key also re-arms a processing-time inactivity
+With ``--pad BYTES`` every snapshot carries BYTES random bytes besides the
+count (bigger per-key state: (b) then re-pickles and rewrites N x BYTES per
+batch). With ``--timers`` every touched key also re-arms a processing-time inactivity
 timeout (now + 1 h, never fires during the run): (a) ``setTimeoutDuration``,
 (b) the bucket's timeout = earliest armed timeout of its keys, (c) the key's
 due time is kept next to its blob in the MapState plus one ``registerTimer``
@@ -43,7 +51,7 @@ Cases (keys touched per batch / keys total):
 Each case starts one streaming query per variant on its own parquet folder
 (``maxFilesPerTrigger=1``, ``noop`` sink, update mode); batch 0 (query start,
 worker warm-up, key creation) is not measured; then B batches of N rows are
-dropped round-robin (variant a, b, c, a, b, c, ...) so that changes in machine
+dropped round-robin (a, b, c, then c, b, a, ...) so that changes in machine
 load hit all variants alike. Reported per variant: median and best
 ``durationMs.triggerExecution`` and ``addBatch`` of the measured batches, the
 CPU time of the JVM + Python workers during each batch, the ratio vs (a), and
@@ -546,7 +554,7 @@ def main(argv=None) -> int:
         changelog = spark.conf.get(
             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled")
     except Exception:  # noqa: BLE001 - not set and no default exposed
-        changelog = "default"
+        changelog = "not set = Spark default"
 
     print(f"Spark {spark.version}, local[2], shuffle partitions 2, RocksDB state store "
           f"(changelog checkpointing {changelog}), {args.rows:,} rows per micro-batch, "
@@ -576,8 +584,11 @@ def report(results, args):
     print()
     print("Micro-batch time of the measured batches (medians, ms). ratio = variant / "
           "a-aipws-key (same run, same case); in UDF = wall time inside the Python\n"
-          "functions, input = the part spent consuming the input frames (for TWS: its lazy "
-          "row-by-row conversion), us/key = (in UDF - input) per touched key")
+          "functions (summed over both tasks), input = the part spent pulling the input "
+          "frames (AIPWS: includes waiting on the JVM, which ships each\ngroup's state inside "
+          "the Arrow stream of its rows and stores the returned state; TWS: its row-by-row "
+          "input conversion), us/key = (in UDF - input) per "
+          "touched key")
     header = (f"{'case':<7} {'touched/total':>15} {'variant':<12} {'trigger':>8} {'best':>7} "
               f"{'addBatch':>8} {'cpu':>7} {'in UDF':>7} {'input':>6} {'us/key':>7} "
               f"{'ratio':>6} {'cpu ratio':>9} {'batch 0':>8}")
