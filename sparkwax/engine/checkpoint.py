@@ -137,23 +137,22 @@ def packed_entries(frame, step_id: str) -> List[StateEntry]:
 def _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema, step_id):
     """finish() for a packed step, on the driver: its state rows are buckets, so the
     key columns come from ``key_schema`` or the checkpoint's sparkwax-steps.json."""
-    import pandas as pd
     from pyspark.sql import types as T
 
     key_type = _packed_key_type(checkpoint, key_schema, step_id)
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
     single = len(key_type.fields) == 1
-    pieces = []
+    emitted = []
     for entry in sorted(packed_entries(frame, step_id), key=lambda e: repr(e.key)):
         blob = recovery.encode(entry.snapshot, step_id=step_id, key=entry.key)
         act = driver.activate(entry.key, blob, (), now_ms, eof=True)
         if act.emits:
             key_values = (entry.key,) if single else tuple(entry.key)
-            pieces.append(outputs.frame(entry.key, key_values, act.emits))
+            emitted.append((entry.key, key_values, act.emits))
     out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
-    if not pieces:
+    if not emitted:
         return spark.createDataFrame([], out_schema)
-    return spark.createDataFrame(pd.concat(pieces, ignore_index=True), schema=out_schema)
+    return spark.createDataFrame(outputs.frame_of(emitted), schema=out_schema)
 
 
 def _packed_key_type(checkpoint, key_schema, step_id):

@@ -81,7 +81,7 @@ class PackedHost:
             runs[key_values[0] if self.single else key_values] = (key_values, values, times)
         woken = [k for k, entry in keys.items()
                  if k not in runs and host_timeout_fired(entry[2], now_ms)]
-        pieces = []
+        emitted = []
         for key in sorted_keys(list(runs) + woken):
             key_values, values, times = runs.get(key) or (self._key_values(key), (), None)
             if times is None and self.layout.event_column is not None:
@@ -96,10 +96,10 @@ class PackedHost:
                          if act.timer is not None and self.timeout != NO_TIMEOUT else None)
                 keys[key] = (act.state, act.timer, armed)
             if act.emits:
-                pieces.append(self.outputs.frame(key, key_values, act.emits))
+                emitted.append((key, key_values, act.emits))
         self._commit(state, keys, now_ms)
-        if pieces:
-            yield pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
+        if emitted:
+            yield self.outputs.frame_of(emitted)
 
     def _restore(self, state) -> Dict[Any, Entry]:
         if not state.exists:
@@ -148,16 +148,16 @@ class PackedBoundedHost:
         self.delay_ms = delay_ms
 
     def __call__(self, bucket_key, frame: pd.DataFrame) -> pd.DataFrame:
-        pieces = []
+        emitted = []
         for key_values, values, times in split_by_key(frame, self.key_names, self.layout):
             key = key_values[0] if self.single else key_values
             act = self.driver.activate_bounded(key, values, event_times=times,
                                                delay_ms=self.delay_ms)
             if act.emits:
-                pieces.append(self.outputs.frame(key, key_values, act.emits))
-        if not pieces:
+                emitted.append((key, key_values, act.emits))
+        if not emitted:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
-        return pieces[0] if len(pieces) == 1 else pd.concat(pieces, ignore_index=True)
+        return self.outputs.frame_of(emitted)
 
 
 def _drain(frames) -> pd.DataFrame:
