@@ -1,43 +1,50 @@
-"""sparkwax on Spark vs a bare applyInPandasWithState (DESIGN.md section 6).
+"""sparkwax on Spark: per-key and packed hosts vs bare AIPWS, groupBy().count(), Bytewax.
 
-    python benchmarks/spark_engine.py [--rows N] [--keys 100 10000] [--repeat R] [--quick]
+    python benchmarks/spark_engine.py [--rows N] [--cases 100/100 10000/10000 ...]
+                                      [--repeat R] [--variants ...] [--quick]
 
 Setup: ``sparkwax.local_session("local[2]")`` (2 shuffle partitions, HDFS
-state store). For each key count one parquet file of N rows
-``(key long, v long)`` (key = row % keys, shuffled) is written once. Each
-variant runs as one streaming query over a parquet directory with
-``maxFilesPerTrigger=1`` and the ``noop`` sink; all variants' queries are
-started, each with one copy of the file (micro-batch 0: query start-up, JIT and
-worker warm-up, every key new), then R rounds drop one more copy into each
-variant's directory in turn (rotating order), each processed as one
-micro-batch of N rows by ``processAllAvailable()``. Those R batches per
-variant are measured (every key has state from the earlier batches, so each
-group pays a state read + write): ``durationMs.triggerExecution`` from
-``lastProgress`` (the batch itself, no query start-up, no trigger wait), and
-the CPU time of the JVM and its Python workers from the file drop to the end
-of the batch (read from /proc: robust against other load on a shared
-machine, unlike wall time). Best (and median) of R.
+state store). A case ``T/N`` is (keys touched per micro-batch / keys total):
+batch 0 holds each of the N keys once (it creates every key's state and is
+not measured: query start-up, JIT and worker warm-up); then R measured
+micro-batches of N rows each over T of the N keys (round r touches keys
+``(i % T) * (N // T) + r``: a different subset each round when T < N, every
+key when T = N). Each variant runs as one streaming query over its own parquet
+directory with ``maxFilesPerTrigger=1`` and the ``noop`` sink; the rounds drop
+the same file into every variant's directory in a rotating order (so load
+that drifts on a shared machine hits all alike), each processed as one
+micro-batch by ``processAllAvailable()``. Measured per batch:
+``durationMs.triggerExecution`` (the batch itself) and the CPU time of the JVM
+and its Python workers (read from /proc: steadier than wall time under other
+load). Best (and median) of R.
 
-Variants (each emits one row per key per micro-batch: the running count):
+Variants (each stateful one keeps a running count per key):
 
-* ``bare``        hand-written applyInPandasWithState: state = one binary
-                  column holding pickle.dumps(int); ``len(pdf)`` per chunk;
-                  one 1-row pandas frame out.
-* ``sparkwax``    ``sw.stateful_batch(value="v")`` with a StatefulBatchLogic
-                  that adds ``len(values)`` in ``on_batch`` and emits the
-                  running count once (sparkwax.testing.reference.BatchCounter).
-* ``sw-packed``   the same StatefulBatchLogic with ``host="packed"`` (keys
-                  hashed into 4 x shuffle-partition buckets, one Spark group
-                  per bucket; issue: the packed host).
-* ``sw-per-item`` ``sw.stateful(value="v")`` with a StatefulLogic counting in
-                  ``on_item`` (one Python call per row). A StatefulLogic cannot
-                  tell which row is the last of an activation, so it emits
-                  nothing (0 output rows). Informational: the cost of the
-                  per-row loop on top of the per-group cost.
+* ``bare``         hand-written applyInPandasWithState: state = one binary
+                   column holding pickle.dumps(int); ``len(pdf)`` per chunk;
+                   one 1-row frame out per key (the count).
+* ``sparkwax``     ``sw.stateful_batch(value="v")``, per-key host, a
+                   StatefulBatchLogic adding ``len(values)`` and emitting the
+                   count (sparkwax.testing.reference.BatchCounter).
+* ``sw-packed``    the same with ``host="packed"`` (4 x shuffle partitions
+                   buckets).
+* ``sw-per-item``  ``sw.stateful(value="v")``, per-key host, the per-item
+                   ``Count`` logic below (one Python call per row, no emits).
+* ``sw-packed-per-item`` the same ``Count`` with ``host="packed"``.
 * ``groupBy.count`` streaming ``groupBy(key).count()`` in update mode (the
-                  JVM's own stateful aggregation; reference, no Python).
+                   JVM's own stateful aggregation; no Python).
+* ``bytewax``      Bytewax 0.21.1 (``run_main``, one worker, in this process)
+                   running the same ``Count`` class (``op.stateful``) over the
+                   same items as round 0's micro-batch (key as str); its
+                   state lives in memory, so the N - T untouched keys cost it
+                   nothing; wall time and this process's CPU time, best of R.
 
-Ratios are ``variant / bare`` on the best batch time. Goal: sparkwax <= 1.15.
+Per-key variants are skipped when N > --max-per-key-total (default 100k):
+creating N per-key state rows costs ~2 ms each (1M keys: ~35 min per variant).
+
+Ratios are on the best batch time: ``variant / bare``. Goals (issues):
+sparkwax per-key <= 1.15 x bare; packed >= 10x faster than bare at 10k keys
+per batch, within 5x of groupBy().count(), faster than Bytewax.
 Not collected by pytest.
 """
 
@@ -55,14 +62,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import sparkwax as sw  # noqa: E402
-from sparkwax.logic import RETAIN, StatefulLogic  # noqa: E402
+from sparkwax.logic import DISCARD, RETAIN, StatefulLogic  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
 
 _BASE_MTIME = 1_600_000_000
 
 
-class ItemCounter(StatefulLogic):
-    """Counts in on_item, emits nothing (the per-row loop alone)."""
+class Count(StatefulLogic):
+    """Counts in on_item, emits nothing per item, the count at EOF. The same
+    class runs on sparkwax and on Bytewax (it has Bytewax's method names)."""
 
     def __init__(self, resume=None):
         self.n = resume or 0
@@ -70,6 +78,9 @@ class ItemCounter(StatefulLogic):
     def on_item(self, value):
         self.n += 1
         return (), RETAIN
+
+    def on_eof(self):
+        return [self.n], DISCARD
 
     def snapshot(self):
         return self.n
@@ -131,34 +142,44 @@ def jvm_pid(spark):
     return getattr(proc, "pid", None)
 
 
-def write_data(spark, path: str, rows: int, keys: int) -> str:
+PER_KEY = {"bare", "sparkwax", "sw-per-item"}
+VARIANTS = ["bare", "sparkwax", "sw-packed", "sw-per-item", "sw-packed-per-item",
+            "groupBy.count", "bytewax"]
+DEFAULT_VARIANTS = ["bare", "sparkwax", "sw-packed", "sw-packed-per-item", "groupBy.count",
+                    "bytewax"]
+
+
+def write_keys(spark, path: str, rows: int, touched: int, total: int, round_: int) -> str:
+    """One parquet file of ``rows`` rows (key long, v long) over ``touched`` of
+    ``total`` keys, in random order; round_ < 0: every key once (batch 0)."""
     from pyspark.sql import functions as F
 
-    df = spark.range(rows).select((F.col("id") % keys).alias("key"), F.col("id").alias("v")) \
-        .orderBy(F.rand(0))
-    df.coalesce(1).write.mode("overwrite").parquet(path)
+    if round_ < 0:
+        df = spark.range(total).select(F.col("id").alias("key"), F.col("id").alias("v"))
+    else:
+        stride = total // touched
+        key = ((F.col("id") % touched) * stride + round_ % stride) % total
+        df = spark.range(rows).select(key.alias("key"), F.col("id").alias("v"))
+    df.orderBy(F.rand(round_)).coalesce(1).write.mode("overwrite").parquet(path)
     (part,) = [f for f in os.listdir(path) if f.endswith(".parquet")]
     return os.path.join(path, part)
 
 
 def build(spark, variant: str, source: str):
-    from pyspark.sql import functions as F  # noqa: F401
-
     stream = spark.readStream.schema("key long, v long").option("maxFilesPerTrigger", 1) \
         .parquet(source)
     if variant == "bare":
         return stream.groupBy("key").applyInPandasWithState(
             bare_count, outputStructType="key long, count long", stateStructType="s binary",
             outputMode="append", timeoutConf="NoTimeout"), "append"
-    if variant == "sparkwax":
+    if variant in ("sparkwax", "sw-packed"):
+        host = "packed" if variant == "sw-packed" else "per_key"
         return sw.stateful_batch(stream, key="key", builder=BatchCounter, value="v",
-                                 output_schema="count long"), "append"
-    if variant == "sw-packed":
-        return sw.stateful_batch(stream, key="key", builder=BatchCounter, value="v",
-                                 output_schema="count long", host="packed"), "append"
-    if variant == "sw-per-item":
-        return sw.stateful(stream, key="key", builder=ItemCounter, value="v",
-                           output_schema="count long"), "append"
+                                 output_schema="count long", host=host), "append"
+    if variant in ("sw-per-item", "sw-packed-per-item"):
+        host = "packed" if variant == "sw-packed-per-item" else "per_key"
+        return sw.stateful(stream, key="key", builder=Count, value="v",
+                           output_schema="count long", host=host), "append"
     if variant == "groupBy.count":
         return stream.groupBy("key").count(), "update"
     raise ValueError(variant)
@@ -174,61 +195,145 @@ def drop_file(parquet: str, source: str, number: int) -> None:
 class Query:
     """One variant's streaming query over its own input directory."""
 
-    def __init__(self, spark, variant: str, parquet: str, workdir: str, trigger: str):
-        self.variant, self.parquet = variant, parquet
+    def __init__(self, spark, variant: str, first: str, workdir: str, trigger: str):
+        self.variant = variant
         run_dir = tempfile.mkdtemp(prefix=f"{variant.replace('.', '_')}-", dir=workdir)
         self.source = os.path.join(run_dir, "input")
         os.makedirs(self.source)
         self.files = 0
-        self.drop()
+        self.drop(first)
         out, mode = build(spark, variant, self.source)
         self.query = out.writeStream.format("noop").outputMode(mode) \
             .trigger(processingTime=trigger) \
             .option("checkpointLocation", os.path.join(run_dir, "checkpoint")).start()
         self.query.processAllAvailable()  # batch 0: start-up + warm-up, every key new
         self.warmup_ms = self.query.lastProgress["durationMs"]["triggerExecution"]
-        self.trigger_ms, self.wall_ms, self.cpu_ms = [], [], []
-        self.rows = self.state_rows = 0
+        self.trigger_ms, self.cpu_ms = [], []
 
-    def drop(self) -> None:
-        drop_file(self.parquet, self.source, self.files)
+    def drop(self, parquet: str) -> None:
+        drop_file(parquet, self.source, self.files)
         self.files += 1
 
-    def batch(self, root) -> None:
-        """One more copy of the file: one measured micro-batch."""
+    def batch(self, parquet: str, root) -> None:
+        """One more file: one measured micro-batch."""
         cpu = tree_cpu_seconds(root)
-        start = time.perf_counter()
-        self.drop()
+        self.drop(parquet)
         self.query.processAllAvailable()
-        self.wall_ms.append((time.perf_counter() - start) * 1000)
         self.cpu_ms.append((tree_cpu_seconds(root) - cpu) * 1000)
         progress = self.query.lastProgress
         assert progress["numInputRows"] > 0, progress
         self.trigger_ms.append(progress["durationMs"]["triggerExecution"])
-        self.rows = progress["numInputRows"]
-        self.state_rows = sum(op.get("numRowsTotal", 0)
-                              for op in progress.get("stateOperators", []))
 
     def stop(self) -> None:
         self.query.stop()
 
 
+class Bytewax:
+    """Bytewax 0.21.1 on the items of a parquet file, in this process."""
+
+    variant = "bytewax"
+    warmup_ms = float("nan")
+
+    def __init__(self):
+        self.trigger_ms, self.cpu_ms, self.items = [], [], {}
+
+    def batch(self, parquet: str, root=None) -> None:
+        import pandas as pd
+        import bytewax.operators as op
+        from bytewax.dataflow import Dataflow
+        from bytewax.testing import TestingSink, TestingSource, run_main
+
+        if parquet not in self.items:
+            frame = pd.read_parquet(parquet)
+            self.items = {parquet: list(zip(frame["key"].astype(str).tolist(),
+                                            frame["v"].tolist()))}
+        flow = Dataflow("count")
+        stream = op.input("in", flow, TestingSource(self.items[parquet], batch_size=10_000))
+        counted = op.stateful("count", stream, Count)
+        out = []
+        op.output("out", counted, TestingSink(out))
+        cpu, wall = time.process_time(), time.perf_counter()
+        run_main(flow)
+        self.trigger_ms.append(round((time.perf_counter() - wall) * 1000))
+        self.cpu_ms.append((time.process_time() - cpu) * 1000)
+        assert len(out) == len({k for k, _ in self.items[parquet]}), len(out)
+
+    def stop(self) -> None:
+        pass
+
+
+def run_case(spark, root, workdir, touched, total, args):
+    files = [write_keys(spark, os.path.join(workdir, f"data-{touched}-{total}-{r}"),
+                        args.rows, touched, total, r) for r in range(-1, args.repeat)]
+    runners = []
+    try:
+        for variant in args.variants:
+            if variant in PER_KEY and total > args.max_per_key_total:
+                print(f"  {touched}/{total} {variant}: skipped ({total:,} per-key state rows "
+                      f"to create)", flush=True)
+            elif variant == "bytewax":
+                runners.append(Bytewax())
+            else:
+                runners.append(Query(spark, variant, files[0], workdir, args.trigger))
+        # Interleaved rounds (rotating order): load that drifts on a shared
+        # machine, JIT warm-up and GC hit every variant alike.
+        for round_, parquet in enumerate(files[1:]):
+            shift = round_ % len(runners)
+            for runner in runners[shift:] + runners[:shift]:
+                runner.batch(parquet if runner.variant != "bytewax" else files[1], root)
+    finally:
+        for runner in runners:
+            runner.stop()
+    for runner in runners:
+        print(f"  {touched}/{total} {runner.variant:<19} batch 0 {runner.warmup_ms:>8,.0f} ms, "
+              f"batches {runner.trigger_ms} ms, cpu {[round(c) for c in runner.cpu_ms]}",
+              flush=True)
+    return {runner.variant: runner for runner in runners}
+
+
+def report(results, args) -> None:
+    print()
+    header = (f"{'touched/total':>15} {'variant':<19} {'batch ms':>9} {'med ms':>7} "
+              f"{'rows/s':>10} {'vs bare':>7} {'vs count':>8} {'vs bytewax':>10} | "
+              f"{'cpu ms':>7} {'cpu vs bare':>11}")
+    print(header)
+    print("-" * len(header))
+    for (touched, total), runners in results.items():
+        best = {v: min(r.trigger_ms) for v, r in runners.items()}
+        cpu = {v: min(r.cpu_ms) for v, r in runners.items()}
+
+        def ratio(variant, base, table=best):
+            return f"{table[variant] / table[base]:.2f}" if base in table else "-"
+
+        for variant, runner in runners.items():
+            print(f"{f'{touched:,}/{total:,}':>15} {variant:<19} {best[variant]:>9,} "
+                  f"{statistics.median(runner.trigger_ms):>7,.0f} "
+                  f"{args.rows / best[variant] * 1000:>10,.0f} {ratio(variant, 'bare'):>7} "
+                  f"{ratio(variant, 'groupBy.count'):>8} {ratio(variant, 'bytewax'):>10} | "
+                  f"{cpu[variant]:>7,.0f} {ratio(variant, 'bare', cpu):>11}")
+    print("batch ms = best durationMs.triggerExecution of the measured batches (bytewax: "
+          "run_main wall time); cpu ms = CPU of the JVM + Python workers\n(bytewax: this "
+          "process) during the batch, best; ratios on the best batch time")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--keys", type=int, nargs="*", default=[100, 10_000])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows per micro-batch")
+    parser.add_argument("--cases", nargs="*", default=["100/100", "10000/10000",
+                                                       "1000/1000000", "100/100000"],
+                        metavar="TOUCHED/TOTAL")
     parser.add_argument("--repeat", type=int, default=3, help="measured batches per variant")
-    parser.add_argument("--variants", nargs="*",
-                        default=["bare", "sparkwax", "sw-packed", "sw-per-item",
-                                 "groupBy.count"])
+    parser.add_argument("--variants", nargs="*", default=DEFAULT_VARIANTS, choices=VARIANTS)
+    parser.add_argument("--max-per-key-total", type=int, default=100_000)
     parser.add_argument("--trigger", default="500 milliseconds",
                         help="processing-time trigger of every query (idle queries then "
                              "poll rarely; the wait is not part of the batch time)")
     parser.add_argument("--quick", action="store_true",
-                        help="200k rows, 2 measured batches, bare + sparkwax only")
+                        help="200k rows, 2 measured batches, cases 100/100 and 10000/10000")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rows, args.repeat, args.variants = 200_000, 2, ["bare", "sparkwax"]
+        args.rows, args.repeat, args.cases = 200_000, 2, ["100/100", "10000/10000"]
+    cases = [tuple(int(x) for x in case.split("/")) for case in args.cases]
 
     started = time.perf_counter()
     spark = sw.local_session("local[2]", shuffle_partitions=2)
@@ -236,57 +341,17 @@ def main(argv=None) -> int:
     workdir = tempfile.mkdtemp(prefix="sparkwax-bench-")
     print(f"Spark {spark.version}, local[2], shuffle partitions "
           f"{spark.conf.get('spark.sql.shuffle.partitions')}, {args.rows:,} rows per "
-          f"micro-batch, {args.repeat} measured batches after 1 warm-up batch")
+          f"micro-batch, {args.repeat} measured batches after batch 0, load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
     results = {}
     try:
-        for keys in args.keys:
-            parquet = write_data(spark, os.path.join(workdir, f"data-{keys}"), args.rows, keys)
-            queries = []
-            try:
-                for variant in args.variants:
-                    queries.append(Query(spark, variant, parquet, workdir, args.trigger))
-                # Interleaved rounds (rotating order): load that drifts on a shared
-                # machine, JIT warm-up and GC hit every variant alike.
-                for round_ in range(args.repeat):
-                    shift = round_ % len(queries)
-                    for q in queries[shift:] + queries[:shift]:
-                        q.batch(root)
-            finally:
-                for q in queries:
-                    q.stop()
-            for q in queries:
-                r = {"warmup_ms": q.warmup_ms, "trigger_ms": q.trigger_ms, "wall_ms": q.wall_ms,
-                     "cpu_ms": q.cpu_ms, "rows": q.rows, "state_rows": q.state_rows}
-                results[keys, q.variant] = r
-                print(f"  keys={keys:<6} {q.variant:<14} warm-up {r['warmup_ms']:>6} ms, "
-                      f"batches {r['trigger_ms']} ms (wall "
-                      f"{[round(w) for w in r['wall_ms']]}, cpu "
-                      f"{[round(c) for c in r['cpu_ms']]}), state rows {r['state_rows']}",
-                      flush=True)
+        for touched, total in cases:
+            results[touched, total] = run_case(spark, root, workdir, touched, total, args)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()
-
-    print()
-    header = (f"{'keys':>7} {'variant':<14} {'batch ms':>9} {'med ms':>7} {'rows/s':>9} "
-              f"{'ratio':>6} | {'cpu ms':>7} {'med cpu':>7} {'cpu us/grp':>10} {'cpu ratio':>9}")
-    print(header)
-    print("-" * len(header))
-    for keys in args.keys:
-        base = results.get((keys, "bare"))
-        for variant in args.variants:
-            r = results[keys, variant]
-            best, cpu = min(r["trigger_ms"]), min(r["cpu_ms"])
-            ratio = f"{best / min(base['trigger_ms']):.2f}" if base else "-"
-            cpu_ratio = f"{cpu / min(base['cpu_ms']):.2f}" if base else "-"
-            print(f"{keys:>7,} {variant:<14} {best:>9,} {statistics.median(r['trigger_ms']):>7,.0f}"
-                  f" {args.rows / best * 1000:>9,.0f} {ratio:>6} | {cpu:>7,.0f}"
-                  f" {statistics.median(r['cpu_ms']):>7,.0f} {cpu * 1000 / keys:>10,.0f}"
-                  f" {cpu_ratio:>9}")
-    print("batch ms = best durationMs.triggerExecution of the measured batches (wall); "
-          "cpu ms = CPU time of the JVM + Python workers during the batch (best);\n"
-          "ratio = variant / 'bare' (goal: sparkwax <= 1.15); cpu us/grp = cpu ms / keys")
-    print(f"total {time.perf_counter() - started:.0f} s")
+    report(results, args)
+    print(f"total {time.perf_counter() - started:.0f} s, load average {os.getloadavg()[0]:.1f}")
     return 0
 
 
