@@ -25,8 +25,12 @@ Variants:
                    ``pmod(xxhash64(key), 8)``; state row = ``(keys binary)`` =
                    pickle of ``{key: pickled int}``. Touched keys are re-pickled,
                    untouched keys' bytes are reused, but the whole dict is
-                   unpickled, re-pickled and written on every call (today's
-                   packed host).
+                   unpickled, re-pickled and written on every call (the
+                   first packed host).
+* ``e-aipws-cols`` the same grouping with sparkwax's columnar ``Bucket``
+                   (sparkwax/engine/bucket.py: keys list, blobs back to back in
+                   one buffer, timer arrays): untouched keys are copied as
+                   bytes, never unpickled (today's packed host).
 * ``c-tws-bkt``    transformWithStateInPandas grouped by the same bucket; a
                    ``MapState("keys", "k string", "blob binary")``; only the
                    touched keys are read (``getValue``) and written
@@ -82,8 +86,8 @@ TIMEOUT_MS = 3_600_000
 _BASE_MTIME = 1_600_000_000
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-ALL_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "c-tws-bkt", "d-tws-key"]
-DEFAULT_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "c-tws-bkt"]
+ALL_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "e-aipws-cols", "c-tws-bkt", "d-tws-key"]
+DEFAULT_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "e-aipws-cols", "c-tws-bkt"]
 
 # RocksDB metrics worth a column in the write-amplification table (when present).
 WA_METRICS = ["rocksdbPutCount", "rocksdbBytesCopied", "rocksdbTotalBytesWrittenByFlush",
@@ -182,6 +186,41 @@ def make_aipws_bucket(o: Opts):
         if frame is not None:
             yield frame
     return count_bucket
+
+
+def make_aipws_columns(o: Opts):
+    from sparkwax.engine.bucket import Bucket
+
+    acc, tacc, iacc, timers, pad = o.bytes, o.udf_us, o.input_us, o.timers, o.pad
+
+    def count_columns(bucket_key, pdfs, state):
+        t0 = time.perf_counter()
+        if state.hasTimedOut:  # (never happens here: 1 h timeouts)
+            for _ in pdfs:
+                pass
+            return
+        names, counts = _counts(pdfs)
+        t1 = time.perf_counter()
+        bucket = Bucket.decode(state.get[0]) if state.exists else Bucket.empty()
+        now = state.getCurrentProcessingTimeMs() if timers else 0
+        due = now + TIMEOUT_MS if timers else None
+        out = []
+        for name, c in zip(names, counts):
+            stored = bucket.get(name)
+            n = (dec(stored, pad) if stored is not None else 0) + c
+            bucket.put(name, enc(n, pad), due, due)
+            out.append(n)
+        blob, earliest = bucket.encode()
+        state.update((blob,))
+        acc.add(len(blob))
+        if timers:
+            state.setTimeoutDuration(max(earliest - now, 1))
+        frame = pd.DataFrame({"key": names, "count": out}) if names else None
+        iacc.add(int((t1 - t0) * 1e6))
+        tacc.add(int((time.perf_counter() - t0) * 1e6))
+        if frame is not None:
+            yield frame
+    return count_columns
 
 
 def make_tws_bucket(o: Opts):
@@ -306,6 +345,10 @@ def build(spark, variant: str, source: str, o: Opts):
     if variant == "b-aipws-bkt":
         return bucketed.groupBy("bucket").applyInPandasWithState(
             make_aipws_bucket(o), outputStructType=out_schema,
+            stateStructType="keys binary", outputMode="update", timeoutConf=aipws_timeout)
+    if variant == "e-aipws-cols":
+        return bucketed.groupBy("bucket").applyInPandasWithState(
+            make_aipws_columns(o), outputStructType=out_schema,
             stateStructType="keys binary", outputMode="update", timeoutConf=aipws_timeout)
     if variant == "c-tws-bkt":
         return bucketed.groupBy("bucket").transformWithStateInPandas(

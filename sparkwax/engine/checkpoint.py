@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 import time as clock
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from .. import recovery
 from .._driver import Driver
 from ..errors import ConfigError, SnapshotError
 from ..timers import EventTime, ProcessingTime, from_epoch_ms
+from .bucket import Bucket
 from .columns import plain_key
 from .outputs import OutputBuilder
 from .plan import _parse_schema
@@ -123,7 +123,7 @@ def packed_entries(frame, step_id: str) -> List[StateEntry]:
     entries = []
     rows = frame.select(F.col("value.groupState.keys").alias("keys"), "partition_id").collect()
     for row in rows:
-        for key, (blob, timer, _armed) in pickle.loads(row["keys"]).items():
+        for key, blob, timer, _armed in Bucket.decode(row["keys"]).entries():
             try:
                 snapshot = recovery.decode(blob, step_id=step_id, key=key)
             except SnapshotError as error:

@@ -5,15 +5,15 @@ whatever the logic does. The packed host groups rows by a stable hash bucket
 of the key (``pmod(xxhash64(key), buckets)``) and, inside one call, runs the
 shared driver once per user key that has rows, or whose timer the per-key host
 would have woken (the same ``host_timeout`` rule, kept per key). A bucket's
-state row is ``(keys binary, buckets long)``: ``keys`` is a pickle of
-``{key: (snapshot_blob, timer_ms, armed_timeout_ms)}``; blobs of keys that did
-not run are reused as they are, not re-pickled. The bucket's Spark timeout is
-the earliest armed timeout of its keys.
+state row is ``(keys binary, buckets long)``: ``keys`` is a ``Bucket`` (see
+``bucket.py``: per key its snapshot blob, timer and armed timeout, stored by
+column); blobs of keys that did not run are copied as bytes, never decoded or
+re-pickled. The bucket's Spark timeout is the earliest armed timeout of its
+keys.
 """
 
 from __future__ import annotations
 
-import pickle
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -21,13 +21,13 @@ import pandas as pd
 
 from .._driver import Driver, sorted_keys
 from ..errors import ConfigError
-from ..timers import host_timeout, host_timeout_fired
+from ..timers import host_timeout
+from .bucket import Bucket
 from .columns import InputLayout, group_frame, values_and_times
 from .host import EVENT, NO_TIMEOUT
 from .outputs import OutputBuilder
 
 BUCKET_COLUMN = "__sw_bucket"
-Entry = Tuple[bytes, Optional[int], Optional[int]]  # blob, timer, armed timeout
 
 
 def split_by_key(frame: pd.DataFrame, key_names: Sequence[str], layout: InputLayout):
@@ -73,54 +73,50 @@ class PackedHost:
         self.time_kind = time_kind
 
     def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
-        keys = self._restore(state)
+        bucket = self._restore(state)
         frame = group_frame(frames) if not state.hasTimedOut else _drain(frames)
         now_ms = self._now(state)
         runs: Dict[Any, Tuple[Tuple, Sequence, Optional[list]]] = {}
         for key_values, values, times in split_by_key(frame, self.key_names, self.layout):
             runs[key_values[0] if self.single else key_values] = (key_values, values, times)
-        woken = [k for k, entry in keys.items()
-                 if k not in runs and host_timeout_fired(entry[2], now_ms)]
+        woken = [key for key in bucket.due(now_ms) if key not in runs]
         emitted = []
         for key in sorted_keys(list(runs) + woken):
             key_values, values, times = runs.get(key) or (self._key_values(key), (), None)
             if times is None and self.layout.event_column is not None:
                 times = []
-            entry = keys.get(key)
-            act = self.driver.activate(key, entry[0] if entry else None, values, now_ms,
-                                       event_times=times)
+            act = self.driver.activate(key, bucket.get(key), values, now_ms, event_times=times)
             if act.state is None:
-                keys.pop(key, None)
+                bucket.remove(key)
             else:
                 armed = (host_timeout(self.time_kind, act.timer, now_ms)
                          if act.timer is not None and self.timeout != NO_TIMEOUT else None)
-                keys[key] = (act.state, act.timer, armed)
+                bucket.put(key, act.state, act.timer, armed)
             if act.emits:
                 emitted.append((key, key_values, act.emits))
-        self._commit(state, keys, now_ms)
+        self._commit(state, bucket, now_ms)
         if emitted:
             yield self.outputs.frame_of(emitted)
 
-    def _restore(self, state) -> Dict[Any, Entry]:
+    def _restore(self, state) -> Bucket:
         if not state.exists:
-            return {}
+            return Bucket.empty()
         blob, buckets = state.get
         if buckets != self.buckets:
             raise ConfigError(
                 f"step {self.driver.step_id!r}: the checkpoint's state was written with "
                 f"buckets={buckets}, this query uses buckets={self.buckets}; the bucket count "
                 "is frozen into a checkpoint (like spark.sql.shuffle.partitions)")
-        return pickle.loads(blob)
+        return Bucket.decode(blob)
 
-    def _commit(self, state, keys: Dict[Any, Entry], now_ms: int) -> None:
-        if not keys:
+    def _commit(self, state, bucket: Bucket, now_ms: int) -> None:
+        if not len(bucket):
             state.remove()
             return
-        state.update((pickle.dumps(keys, protocol=5), self.buckets))
-        armed = [entry[2] for entry in keys.values() if entry[2] is not None]
-        if not armed or self.timeout == NO_TIMEOUT:
+        blob, earliest = bucket.encode()
+        state.update((blob, self.buckets))
+        if earliest is None or self.timeout == NO_TIMEOUT:
             return
-        earliest = min(armed)
         if self.timeout == EVENT:
             state.setTimeoutTimestamp(max(earliest, now_ms, 1))
         else:

@@ -83,6 +83,22 @@ def test_streaming_batch_logic_matches_offline(spark, tmp_path, host, buckets):
     assert _per_key(online) == {k: [(v,) for v in vs] for k, vs in offline.by_key.items()}
 
 
+@pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 1), ("packed", 64)])
+def test_a_due_key_without_data_is_woken(spark, tmp_path, host, buckets):
+    """"a" never gets data again; its timer must still fire, whether its bucket
+    has other keys with data (1 bucket) or only Spark's bucket timeout wakes it
+    (64 buckets: "a" alone in its bucket)."""
+    script = [Batch([("a", {"ts": _t(0), "value": 1})]),
+              Batch([("b", {"ts": _t(10), "value": 2})]),
+              Batch([("c", {"ts": _t(20), "value": 3})])]
+    offline = run(Accumulator, script, time=TIME)
+    online = run_script_on_spark(spark, Accumulator, script, input_schema=INPUT,
+                                 output_schema=ACC_OUT, time=TIME, host=host, buckets=buckets,
+                                 workdir=str(tmp_path))
+    assert offline.by_key["a"] == [("item", 1, 1), ("notify", 1, 1)]
+    assert _per_key(online) == _per_key(offline)
+
+
 @HOSTS
 @settings(settings.get_profile("spark"))
 @given(items=items)

@@ -1,0 +1,163 @@
+"""A packed bucket's keys, stored by column: the packed host's state value.
+
+Per user key: its encoded snapshot (a blob), its timer (``notify_at`` in epoch
+ms) and the timeout the host armed for it. The bucket is stored as one pickle
+(protocol 5) of ``("swb1", keys, buffer, ends, timers, armed)``: the blobs lie
+back to back in one ``bytes`` buffer (``ends`` are their cumulative end
+offsets), the timers are int64 arrays with ``NONE`` for "no timer". Keys that
+did not run this micro-batch are never turned into Python objects of their
+own: rewriting the bucket copies their bytes (one memcpy per run of untouched
+keys), so a batch costs ``O(keys touched)`` Python work plus ``O(bucket size)``
+copying and the pickle of the key list.
+
+>>> bucket = Bucket.empty()
+>>> bucket.put("a", b"xx", 10, 9)
+>>> bucket.put("b", b"y", None, None)
+>>> blob, earliest = bucket.encode()
+>>> again = Bucket.decode(blob)
+>>> again.get("a"), again.get("b"), again.get("c"), earliest
+(b'xx', b'y', None, 9)
+>>> again.due(now_ms=100)  # stored keys whose armed timeout < now
+['a']
+>>> again.remove("a"); len(again)
+1
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+FORMAT = "swb1"
+NONE = np.iinfo(np.int64).min  # "no timer" in the timer columns
+_REMOVED = None
+
+
+class Bucket:
+    """The keys of one bucket; ``put``/``remove`` record changes that
+    ``encode`` merges into the stored columns."""
+
+    def __init__(self, keys: List[Any], buffer: bytes, ends: np.ndarray, timers: np.ndarray,
+                 armed: np.ndarray):
+        self.keys = keys
+        self.buffer = buffer
+        self.ends = ends
+        self.timers = timers
+        self.armed = armed
+        self._positions: Optional[Dict[Any, int]] = None
+        self._changes: Dict[Any, Optional[Tuple[bytes, Optional[int], Optional[int]]]] = {}
+
+    @classmethod
+    def empty(cls) -> "Bucket":
+        nothing = np.zeros(0, dtype=np.int64)
+        return cls([], b"", nothing, nothing, nothing)
+
+    @classmethod
+    def decode(cls, blob: bytes) -> "Bucket":
+        stored = pickle.loads(blob)
+        if type(stored) is not tuple or not stored or stored[0] != FORMAT:
+            raise ValueError("not a sparkwax bucket state (format 'swb1')")
+        _, keys, buffer, ends, timers, armed = stored
+        return cls(keys, buffer, ends, timers, armed)
+
+    def __len__(self) -> int:
+        positions = self.positions()
+        added = sum(1 for k, v in self._changes.items() if v is not None and k not in positions)
+        removed = sum(1 for k, v in self._changes.items() if v is None and k in positions)
+        return len(self.keys) + added - removed
+
+    def positions(self) -> Dict[Any, int]:
+        if self._positions is None:
+            self._positions = dict(zip(self.keys, range(len(self.keys))))
+        return self._positions
+
+    def get(self, key) -> Optional[bytes]:
+        """The key's stored blob, or None."""
+        if key in self._changes:
+            change = self._changes[key]
+            return None if change is None else change[0]
+        position = self.positions().get(key)
+        if position is None:
+            return None
+        start = int(self.ends[position - 1]) if position else 0
+        return self.buffer[start:int(self.ends[position])]
+
+    def put(self, key, blob: bytes, timer: Optional[int], armed: Optional[int]) -> None:
+        self._changes[key] = (blob, timer, armed)
+
+    def remove(self, key) -> None:
+        self._changes[key] = _REMOVED
+
+    def due(self, now_ms: int) -> List[Any]:
+        """Stored keys whose armed timeout Spark would have fired: ``armed < now``."""
+        fired = np.flatnonzero((self.armed != NONE) & (self.armed < now_ms))
+        return [self.keys[i] for i in fired.tolist()]
+
+    def entries(self) -> Iterator[Tuple[Any, bytes, Optional[int], Optional[int]]]:
+        """``(key, blob, timer, armed)`` of every stored key (changes not included)."""
+        start = 0
+        for key, end, timer, armed in zip(self.keys, self.ends.tolist(), self.timers.tolist(),
+                                          self.armed.tolist()):
+            yield key, self.buffer[start:end], _plain(timer), _plain(armed)
+            start = end
+
+    def encode(self) -> Tuple[bytes, Optional[int]]:
+        """The new state value and the earliest armed timeout (None: none armed)."""
+        keys, buffer, ends, timers, armed = self._merged()
+        live = armed[armed != NONE]
+        earliest = int(live.min()) if len(live) else None
+        blob = pickle.dumps((FORMAT, keys, buffer, ends, timers, armed), protocol=5)
+        return blob, earliest
+
+    def _merged(self):
+        if not self._changes:
+            return self.keys, self.buffer, self.ends, self.timers, self.armed
+        positions = self.positions()
+        lengths = np.diff(self.ends, prepend=0)
+        timers, armed = self.timers.copy(), self.armed.copy()
+        replaced: Dict[int, bytes] = {}
+        removed: List[int] = []
+        new_keys, new_blobs, new_timers, new_armed = [], [], [], []
+        for key, change in self._changes.items():
+            position = positions.get(key)
+            if position is None:
+                if change is not None:
+                    new_keys.append(key)
+                    new_blobs.append(change[0])
+                    new_timers.append(_stored(change[1]))
+                    new_armed.append(_stored(change[2]))
+            elif change is None:
+                removed.append(position)
+            else:
+                replaced[position] = change[0]
+                lengths[position] = len(change[0])
+                timers[position], armed[position] = _stored(change[1]), _stored(change[2])
+        pieces, start = [], 0
+        for position in sorted(list(replaced) + removed):
+            pieces.append(self.buffer[start:int(self.ends[position - 1]) if position else 0])
+            pieces.append(replaced.get(position, b""))
+            start = int(self.ends[position])
+        pieces.append(self.buffer[start:])
+        pieces.extend(new_blobs)
+        keys = self.keys
+        if removed:
+            keep = np.ones(len(keys), dtype=bool)
+            keep[removed] = False
+            kept = keep.tolist()
+            keys = [k for k, flag in zip(keys, kept) if flag]
+            lengths, timers, armed = lengths[keep], timers[keep], armed[keep]
+        keys = keys + new_keys
+        lengths = np.concatenate([lengths, [len(b) for b in new_blobs]]).astype(np.int64)
+        timers = np.concatenate([timers, np.array(new_timers, dtype=np.int64)])
+        armed = np.concatenate([armed, np.array(new_armed, dtype=np.int64)])
+        return keys, b"".join(pieces), np.cumsum(lengths), timers, armed
+
+
+def _stored(ms: Optional[int]) -> int:
+    return NONE if ms is None else ms
+
+
+def _plain(ms: int) -> Optional[int]:
+    return None if ms == NONE else ms

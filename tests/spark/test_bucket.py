@@ -1,0 +1,71 @@
+"""The packed host's columnar bucket state against a plain dict model."""
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparkwax.engine.bucket import Bucket
+
+KEYS = st.one_of(st.integers(-3, 40), st.sampled_from(["a", "b", "é", ("x", 1)]))
+TIMES = st.none() | st.integers(-10, 10**13)
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("put"), KEYS, st.binary(max_size=12), TIMES, TIMES),
+    st.tuples(st.just("remove"), KEYS),
+), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(OPS, min_size=1, max_size=4), st.integers(-5, 10**13))
+def test_bucket_round_trips_like_a_dict(batches, now_ms):
+    model = {}
+    bucket = Bucket.empty()
+    for ops in batches:
+        for op in ops:
+            if op[0] == "put":
+                _, key, blob, timer, armed = op
+                bucket.put(key, blob, timer, armed)
+                model[key] = (blob, timer, armed)
+            else:
+                bucket.remove(op[1])
+                model.pop(op[1], None)
+            assert bucket.get(op[1]) == (model[op[1]][0] if op[1] in model else None)
+        assert len(bucket) == len(model)
+        blob, earliest = bucket.encode()
+        armed = [a for _, _, a in model.values() if a is not None]
+        assert earliest == (min(armed) if armed else None)
+        bucket = Bucket.decode(blob)
+        assert {k: (b, t, a) for k, b, t, a in bucket.entries()} == model
+        assert len(bucket) == len(model)
+        for key, (value, _, _) in model.items():
+            assert bucket.get(key) == value
+    assert sorted(map(repr, bucket.due(now_ms))) == sorted(
+        repr(k) for k, (_, _, a) in model.items() if a is not None and a < now_ms)
+
+
+def test_untouched_bucket_encodes_the_same_columns():
+    bucket = Bucket.empty()
+    for i in range(5):
+        bucket.put(i, bytes([i]) * i, None, 100 + i)
+    blob, _ = bucket.encode()
+    again = Bucket.decode(blob)
+    assert again.encode() == (blob, 100)
+    again.put(2, b"new", 7, None)
+    changed = Bucket.decode(again.encode()[0])
+    assert [(k, b) for k, b, _, _ in changed.entries()] == [
+        (0, b""), (1, b"\x01"), (2, b"new"), (3, b"\x03" * 3), (4, b"\x04" * 4)]
+
+
+def test_a_foreign_blob_is_refused():
+    with pytest.raises(ValueError, match="not a sparkwax bucket state"):
+        Bucket.decode(pickle.dumps({"k": (b"x", None, None)}))
+
+
+def test_module_example_runs():
+    import doctest
+
+    from sparkwax.engine import bucket
+
+    failures, attempted = doctest.testmod(bucket)
+    assert failures == 0 and attempted > 0
