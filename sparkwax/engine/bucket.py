@@ -4,7 +4,9 @@ Per user key: its encoded snapshot (a blob), its timer (``notify_at`` in epoch
 ms) and the timeout the host armed for it. The bucket is stored as one pickle
 (protocol 5) of ``("swb1", keys, buffer, ends, timers, armed)``: the blobs lie
 back to back in one ``bytes`` buffer (``ends`` are their cumulative end
-offsets), the timers are int64 arrays with ``NONE`` for "no timer". Keys that
+offsets, uint32 while the buffer is under 4 GiB), the timers are int64 arrays
+with ``NONE`` for "no timer", stored as None when no key has one (a logic
+without timers pays ~4 bytes per key besides its key and blob). Keys that
 did not run this micro-batch are never turned into Python objects of their
 own: rewriting the bucket copies their bytes (one memcpy per run of untouched
 keys), so a batch costs ``O(keys touched)`` Python work plus ``O(bucket size)``
@@ -60,7 +62,8 @@ class Bucket:
         if type(stored) is not tuple or not stored or stored[0] != FORMAT:
             raise ValueError("not a sparkwax bucket state (format 'swb1')")
         _, keys, buffer, ends, timers, armed = stored
-        return cls(keys, buffer, ends, timers, armed)
+        return cls(keys, buffer, ends.astype(np.int64), _column(timers, len(keys)),
+                   _column(armed, len(keys)))
 
     def __len__(self) -> int:
         positions = self.positions()
@@ -108,7 +111,9 @@ class Bucket:
         keys, buffer, ends, timers, armed = self._merged()
         live = armed[armed != NONE]
         earliest = int(live.min()) if len(live) else None
-        blob = pickle.dumps((FORMAT, keys, buffer, ends, timers, armed), protocol=5)
+        compact = ends.astype(np.uint32) if len(buffer) < 2 ** 32 else ends
+        blob = pickle.dumps((FORMAT, keys, buffer, compact, _compact(timers), _compact(armed)),
+                            protocol=5)
         return blob, earliest
 
     def _merged(self):
@@ -153,6 +158,15 @@ class Bucket:
         timers = np.concatenate([timers, np.array(new_timers, dtype=np.int64)])
         armed = np.concatenate([armed, np.array(new_armed, dtype=np.int64)])
         return keys, b"".join(pieces), np.cumsum(lengths), timers, armed
+
+
+def _compact(column: np.ndarray) -> Optional[np.ndarray]:
+    """None for a column without any timer (the common case: no notify_at)."""
+    return None if not len(column) or bool((column == NONE).all()) else column
+
+
+def _column(stored: Optional[np.ndarray], size: int) -> np.ndarray:
+    return np.full(size, NONE, dtype=np.int64) if stored is None else stored
 
 
 def _stored(ms: Optional[int]) -> int:
