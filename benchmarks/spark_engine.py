@@ -4,10 +4,11 @@
                                       [--repeat R] [--variants ...] [--quick]
 
 Setup: ``sparkwax.local_session("local[2]")`` (2 shuffle partitions, HDFS
-state store). A case ``T/N`` is (keys touched per micro-batch / keys total):
+state store). A case ``T/N`` is (keys touched per micro-batch / keys total),
+``T/N/R`` also sets its rows per micro-batch (default --rows):
 batch 0 holds each of the N keys once (it creates every key's state and is
 not measured: query start-up, JIT and worker warm-up); then R measured
-micro-batches of N rows each over T of the N keys (round r touches keys
+micro-batches of R rows each over T of the N keys (round r touches keys
 ``(i % T) * (N // T) + r``: a different subset each round when T < N, every
 key when T = N). Each variant runs as one streaming query over its own parquet
 directory with ``maxFilesPerTrigger=1`` and the ``noop`` sink; the rounds drop
@@ -262,9 +263,9 @@ class Bytewax:
         pass
 
 
-def run_case(spark, root, workdir, touched, total, args):
+def run_case(spark, root, workdir, touched, total, rows, args):
     files = [write_keys(spark, os.path.join(workdir, f"data-{touched}-{total}-{r}"),
-                        args.rows, touched, total, r) for r in range(-1, args.repeat)]
+                        rows, touched, total, r) for r in range(-1, args.repeat)]
     runners = []
     try:
         for variant in args.variants:
@@ -293,12 +294,12 @@ def run_case(spark, root, workdir, touched, total, args):
 
 def report(results, args) -> None:
     print()
-    header = (f"{'touched/total':>15} {'variant':<19} {'batch ms':>9} {'med ms':>7} "
+    header = (f"{'touched/total':>15} {'rows':>9} {'variant':<19} {'batch ms':>9} {'med ms':>7} "
               f"{'rows/s':>10} {'vs bare':>7} {'vs count':>8} {'vs bytewax':>10} | "
               f"{'cpu ms':>7} {'cpu vs bare':>11}")
     print(header)
     print("-" * len(header))
-    for (touched, total), runners in results.items():
+    for (touched, total, rows), runners in results.items():
         best = {v: min(r.trigger_ms) for v, r in runners.items()}
         cpu = {v: min(r.cpu_ms) for v, r in runners.items()}
 
@@ -306,9 +307,9 @@ def report(results, args) -> None:
             return f"{table[variant] / table[base]:.2f}" if base in table else "-"
 
         for variant, runner in runners.items():
-            print(f"{f'{touched:,}/{total:,}':>15} {variant:<19} {best[variant]:>9,} "
-                  f"{statistics.median(runner.trigger_ms):>7,.0f} "
-                  f"{args.rows / best[variant] * 1000:>10,.0f} {ratio(variant, 'bare'):>7} "
+            print(f"{f'{touched:,}/{total:,}':>15} {rows:>9,} {variant:<19} "
+                  f"{best[variant]:>9,} {statistics.median(runner.trigger_ms):>7,.0f} "
+                  f"{rows / best[variant] * 1000:>10,.0f} {ratio(variant, 'bare'):>7} "
                   f"{ratio(variant, 'groupBy.count'):>8} {ratio(variant, 'bytewax'):>10} | "
                   f"{cpu[variant]:>7,.0f} {ratio(variant, 'bare', cpu):>11}")
     print("batch ms = best durationMs.triggerExecution of the measured batches (bytewax: "
@@ -320,8 +321,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows per micro-batch")
     parser.add_argument("--cases", nargs="*", default=["100/100", "10000/10000",
-                                                       "1000/1000000", "100/100000"],
-                        metavar="TOUCHED/TOTAL")
+                                                       "1000/1000000", "100/100000/10000"],
+                        metavar="TOUCHED/TOTAL[/ROWS]")
     parser.add_argument("--repeat", type=int, default=3, help="measured batches per variant")
     parser.add_argument("--variants", nargs="*", default=DEFAULT_VARIANTS, choices=VARIANTS)
     parser.add_argument("--max-per-key-total", type=int, default=100_000)
@@ -334,6 +335,7 @@ def main(argv=None) -> int:
     if args.quick:
         args.rows, args.repeat, args.cases = 200_000, 2, ["100/100", "10000/10000"]
     cases = [tuple(int(x) for x in case.split("/")) for case in args.cases]
+    cases = [case if len(case) == 3 else case + (args.rows,) for case in cases]
 
     started = time.perf_counter()
     spark = sw.local_session("local[2]", shuffle_partitions=2)
@@ -345,8 +347,9 @@ def main(argv=None) -> int:
           f"{os.getloadavg()[0]:.1f}", flush=True)
     results = {}
     try:
-        for touched, total in cases:
-            results[touched, total] = run_case(spark, root, workdir, touched, total, args)
+        for touched, total, rows in cases:
+            results[touched, total, rows] = run_case(spark, root, workdir, touched, total, rows,
+                                                     args)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()

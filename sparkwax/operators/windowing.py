@@ -48,108 +48,24 @@ Time (see docs/operators.md, "Windows"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .._driver import now
 from ..errors import ConfigError
 from ..logic import DISCARD, StatefulLogic
-from ..timers import EPOCH
-from ._base import (Duration, FieldSpec, OperatorBuilder, as_timedelta, aware, epoch_us,
-                    field_getter, identity, later, optional_timedelta, time_getter)
-from .joins import (JoinConfig, join_complete, join_empty, join_insert, join_merge,
-                   join_rows)
+from ._base import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,
+                    later, optional_timedelta, time_getter)
+from .joins import JoinConfig
+from .window_aggs import Collect, Count, Extreme, Fold, Join, Reduce
+from .windowers import (FixedWindower, SessionWindower, SlidingWindower, TumblingWindower,
+                        Windower)
 
 LATE_SESSION_ID = -1
 """The window id of a late value of a session window (which session it missed
 is not known once that session is closed and forgotten)."""
 
-_ZERO = timedelta(0)
-
-
-# -- windowers ------------------------------------------------------------------
-
-
-class FixedWindower:
-    """Tumbling and sliding windows: window ``i`` is
-    ``[align_to + i * offset, align_to + i * offset + length)``."""
-
-    length: timedelta
-    offset: timedelta
-    align_to: datetime
-
-    def _check(self, length, offset, align_to) -> None:
-        length = as_timedelta(length, "window length")
-        offset = as_timedelta(offset, "window offset")
-        if length <= _ZERO or offset <= _ZERO:
-            raise ConfigError(f"window length and offset must be positive, got {length}, "
-                              f"{offset}")
-        if offset > length:
-            raise ConfigError(f"sliding window offset {offset} is longer than its length "
-                              f"{length}: values between windows would be lost")
-        object.__setattr__(self, "length", length)
-        object.__setattr__(self, "align_to", aware(align_to, "align_to"))
-        return offset
-
-    def ids_for(self, ts: datetime) -> range:
-        """The ids of the windows that contain ``ts``."""
-        since = ts - self.align_to
-        return range((since - self.length) // self.offset + 1, since // self.offset + 1)
-
-    def bounds(self, window_id: int):
-        """``(open_time, close_time)`` of window ``window_id``."""
-        open_time = self.align_to + self.offset * window_id
-        return open_time, open_time + self.length
-
-
-@dataclass(frozen=True)
-class SlidingWindower(FixedWindower):
-    """Windows of ``length`` starting every ``offset``, aligned so that a window
-    opens at ``align_to`` (default: the Unix epoch). Open times are inclusive,
-    close times exclusive. Window ``i`` opens at ``align_to + i * offset``
-    (ids are negative before ``align_to``). ``offset`` must not exceed
-    ``length`` (there would be gaps)."""
-
-    length: Duration
-    offset: Duration
-    align_to: datetime = EPOCH
-
-    def __post_init__(self):
-        offset = self._check(self.length, self.offset, self.align_to)
-        object.__setattr__(self, "offset", offset)
-
-
-@dataclass(frozen=True)
-class TumblingWindower(FixedWindower):
-    """Back-to-back windows of ``length`` aligned to ``align_to``: every value
-    is in exactly one window, id ``(ts - align_to) // length``."""
-
-    length: Duration
-    align_to: datetime = EPOCH
-
-    def __post_init__(self):
-        self._check(self.length, self.length, self.align_to)
-
-    @property
-    def offset(self) -> timedelta:
-        return self.length
-
-
-@dataclass(frozen=True)
-class SessionWindower:
-    """Sessions of values separated by at most ``gap``. A session's
-    ``open_time`` is its first value's time and its ``close_time`` its last
-    value's time plus ``gap`` (Spark's ``session_window``); a value within
-    ``gap`` of two sessions merges them. A session's id is its first value's
-    time in epoch microseconds (unique per key, and stable when it grows)."""
-
-    gap: Duration
-
-    def __post_init__(self):
-        object.__setattr__(self, "gap", as_timedelta(self.gap, "session gap"))
-
-
-Windower = Union[FixedWindower, SessionWindower]
+# Windowers (windowers.py) and aggregations (window_aggs.py) are re-exported here.
 
 
 # -- outputs --------------------------------------------------------------------
@@ -190,131 +106,6 @@ def split_late(frame):
     late = frame.where(F.col("late").isNotNull()).select(*[F.col(f"`{c}`") for c in head],
                                                          "late.*")
     return results, late
-
-
-# -- aggregations (what a window holds) -----------------------------------------
-#
-# A window is [open_time, close_time, count, acc]; an aggregation says how acc
-# starts, takes a value, merges with a later-opened window and what it emits.
-# ``add``/``merge`` return (acc, emits-now); ``close`` returns the final emits.
-
-_NOTHING = ()
-
-
-class Fold:
-    def __init__(self, builder, folder, merger):
-        self.builder, self.folder, self.merger = builder, folder, merger
-
-    def start(self):
-        return self.builder()
-
-    def add(self, acc, count, value):
-        return self.folder(acc, value), _NOTHING
-
-    def merge(self, older, older_count, newer, newer_count):
-        if self.merger is None:
-            raise ConfigError("fold_window over session windows needs merger= to combine "
-                              "the accumulators of two sessions that merge")
-        return self.merger(older, newer), _NOTHING
-
-    def close(self, acc, count):
-        return [acc]
-
-
-class Count:
-    def start(self):
-        return None
-
-    def add(self, acc, count, value):
-        return None, _NOTHING
-
-    def merge(self, older, older_count, newer, newer_count):
-        return None, _NOTHING
-
-    def close(self, acc, count):
-        return [count]
-
-
-class Collect:
-    def start(self):
-        return []
-
-    def add(self, acc, count, value):
-        acc.append(value)
-        return acc, _NOTHING
-
-    def merge(self, older, older_count, newer, newer_count):
-        return list(older) + list(newer), _NOTHING
-
-    def close(self, acc, count):
-        return [acc]
-
-
-class Reduce:
-    def __init__(self, reducer):
-        self.reducer = reducer
-
-    def start(self):
-        return None
-
-    def add(self, acc, count, value):
-        return (value if count == 0 else self.reducer(acc, value)), _NOTHING
-
-    def merge(self, older, older_count, newer, newer_count):
-        return self.reducer(older, newer), _NOTHING
-
-    def close(self, acc, count):
-        return [acc]
-
-
-class Extreme:
-    """Max (``sign=1``) or min (``sign=-1``) by ``by``; ties keep the earlier."""
-
-    def __init__(self, by, sign):
-        self.by, self.sign = by, sign
-
-    def start(self):
-        return None
-
-    def _pick(self, old, new):
-        a, b = self.by(old), self.by(new)
-        return new if ((b > a) if self.sign > 0 else (b < a)) else old
-
-    def add(self, acc, count, value):
-        return (value if count == 0 else self._pick(acc, value)), _NOTHING
-
-    def merge(self, older, older_count, newer, newer_count):
-        return self._pick(older, newer), _NOTHING
-
-    def close(self, acc, count):
-        return [acc]
-
-
-class Join:
-    def __init__(self, config: JoinConfig):
-        self.config = config
-
-    def start(self):
-        return join_empty(self.config)
-
-    def _check(self, seen):
-        mode = self.config.emit_mode
-        if mode == "complete" and join_complete(seen):
-            rows = join_rows(seen)
-            return join_empty(self.config), rows
-        if mode == "running":
-            return seen, join_rows(seen)
-        return seen, _NOTHING
-
-    def add(self, acc, count, value):
-        join_insert(self.config, acc, value)
-        return self._check(acc)
-
-    def merge(self, older, older_count, newer, newer_count):
-        return self._check(join_merge(self.config, older, newer))
-
-    def close(self, acc, count):
-        return join_rows(acc) if self.config.emit_mode == "final" else []
 
 
 # -- the logic ------------------------------------------------------------------

@@ -9,7 +9,8 @@ MODULES = [
     "sparkwax", "sparkwax.errors", "sparkwax.logic", "sparkwax.timers", "sparkwax.recovery",
     "sparkwax._driver", "sparkwax.testing", "sparkwax.testing.runner",
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
-    "sparkwax.testing.strategies.check", "sparkwax.state_cli",
+    "sparkwax.testing.strategies.check", "sparkwax.state_cli", "sparkwax.operators.windowers",
+    "sparkwax.operators.window_aggs",
 ]
 
 

@@ -1,0 +1,136 @@
+"""What a window holds: the aggregations of the window operators.
+
+A window is ``[open_time, close_time, count, acc]``; an aggregation says how
+``acc`` starts, takes a value, merges with a later-opened window (sessions)
+and what it emits. ``add``/``merge`` return ``(acc, emits-now)``; ``close``
+returns the final emits.
+
+>>> agg = Reduce(max)
+>>> acc, _ = agg.add(agg.start(), 0, 3)
+>>> acc, _ = agg.add(acc, 1, 7)
+>>> agg.close(acc, 2)
+[7]
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from .joins import JoinConfig, join_complete, join_empty, join_insert, join_merge, join_rows
+
+_NOTHING = ()
+
+
+class Fold:
+    def __init__(self, builder, folder, merger):
+        self.builder, self.folder, self.merger = builder, folder, merger
+
+    def start(self):
+        return self.builder()
+
+    def add(self, acc, count, value):
+        return self.folder(acc, value), _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        if self.merger is None:
+            raise ConfigError("fold_window over session windows needs merger= to combine "
+                              "the accumulators of two sessions that merge")
+        return self.merger(older, newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Count:
+    def start(self):
+        return None
+
+    def add(self, acc, count, value):
+        return None, _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return None, _NOTHING
+
+    def close(self, acc, count):
+        return [count]
+
+
+class Collect:
+    def start(self):
+        return []
+
+    def add(self, acc, count, value):
+        acc.append(value)
+        return acc, _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return list(older) + list(newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Reduce:
+    def __init__(self, reducer):
+        self.reducer = reducer
+
+    def start(self):
+        return None
+
+    def add(self, acc, count, value):
+        return (value if count == 0 else self.reducer(acc, value)), _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return self.reducer(older, newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Extreme:
+    """Max (``sign=1``) or min (``sign=-1``) by ``by``; ties keep the earlier."""
+
+    def __init__(self, by, sign):
+        self.by, self.sign = by, sign
+
+    def start(self):
+        return None
+
+    def _pick(self, old, new):
+        a, b = self.by(old), self.by(new)
+        return new if ((b > a) if self.sign > 0 else (b < a)) else old
+
+    def add(self, acc, count, value):
+        return (value if count == 0 else self._pick(acc, value)), _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return self._pick(older, newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Join:
+    def __init__(self, config: JoinConfig):
+        self.config = config
+
+    def start(self):
+        return join_empty(self.config)
+
+    def _check(self, seen):
+        mode = self.config.emit_mode
+        if mode == "complete" and join_complete(seen):
+            rows = join_rows(seen)
+            return join_empty(self.config), rows
+        if mode == "running":
+            return seen, join_rows(seen)
+        return seen, _NOTHING
+
+    def add(self, acc, count, value):
+        join_insert(self.config, acc, value)
+        return self._check(acc)
+
+    def merge(self, older, older_count, newer, newer_count):
+        return self._check(join_merge(self.config, older, newer))
+
+    def close(self, acc, count):
+        return join_rows(acc) if self.config.emit_mode == "final" else []
