@@ -29,13 +29,14 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from ..errors import ConfigError, SparkwaxError
 from ..timers import EPOCH, EventTime, duration_ms
 from . import clickstream
 from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
+from .report import Printer, ProgressLines, print_summary
 
 DEFAULT_OUTPUT = "./sparkwax-demo-out"
 DEFAULT_EVENTS = 200_000
@@ -204,7 +205,7 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
              "alerts": os.path.join(output, "alerts")}
     _prepare(output, checkpoint)
 
-    say = _Printer(out)
+    say = Printer(out)
     started = time.perf_counter()
     stream = clickstream.generate(options.events, seed=options.seed)
     files = clickstream.write_batches(stream, paths["input"], options.batches, fmt=options.format)
@@ -251,7 +252,7 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
     finally:
         if owned:
             spark.stop()
-    _print_summary(report, say)
+    print_summary(report, say, WATERMARK)
     return report
 
 
@@ -319,9 +320,9 @@ def _start_queries(spark, paths, checkpoint, trigger, fmt):
     return started
 
 
-def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: "_Printer") -> None:
+def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer) -> None:
     """Print progress until the queries have consumed the input."""
-    lines = _ProgressLines(queries, say)
+    lines = ProgressLines(queries, say)
     done = threading.Event()
     failure: List[BaseException] = []
     if "processingTime" in trigger:
@@ -369,46 +370,6 @@ def _raise_failed(queries) -> None:
     for name, query in queries.items():
         if not query.isActive and query.exception() is not None:
             raise DemoError(f"the {name} query failed: {query.exception()}")
-
-
-class _Printer:
-    def __init__(self, out: TextIO):
-        self.out = out
-
-    def __call__(self, line: str = "") -> None:
-        self.out.write(line + "\n")
-        self.out.flush()
-
-
-class _ProgressLines:
-    """One line per finished micro-batch of each query."""
-
-    def __init__(self, queries, say):
-        self.queries = queries
-        self.say = say
-        self.seen = {name: -1 for name in queries}
-        self.width = max(len(name) for name in queries)
-
-    def poll(self) -> None:
-        for name, query in self.queries.items():
-            for progress in query.recentProgress:
-                batch = int(progress["batchId"])
-                if batch <= self.seen[name]:
-                    continue
-                self.seen[name] = batch
-                self.say(self.format(name, progress))
-
-    def format(self, name: str, progress: dict) -> str:
-        rows = int(progress.get("numInputRows") or 0)
-        rate = float(progress.get("processedRowsPerSecond") or 0.0)
-        state = sum(int(op.get("numRowsTotal") or 0) for op in progress.get("stateOperators", []))
-        seconds = int((progress.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
-        watermark = (progress.get("eventTime") or {}).get("watermark", "")
-        shown = watermark[:19].replace("T", " ") if watermark and not watermark.startswith(
-            "1970") else "-" * 19
-        what = f"{rows:>7,} rows {rate:>8,.0f} rows/s" if rows else f"{'no data: timers':>28}"
-        return (f"  {name:<{self.width}}  batch {int(progress['batchId']):>3}  {what}  "
-                f"state {state:>6,} rows  watermark {shown}  {seconds:5.1f} s")
 
 
 def _stats(name: str, query) -> QueryStats:
@@ -490,79 +451,8 @@ def _state_snapshots(spark, checkpoint: str, step_id: str) -> Optional[list]:
 # --- summary ----------------------------------------------------------------------
 
 
-def _print_summary(report: DemoReport, say: "_Printer") -> None:
-    say()
-    say("sparkwax demo: summary")
-    say("=" * 72)
-    rows = [
-        ("input events", f"{report.events:,}", f"{report.files} files, one per micro-batch"),
-        ("sessions closed", f"{report.sessions:,}",
-         f"{report.session_events:,} events; UserSession, 30-minute gap"),
-    ]
-    open_note = "still in state: the watermark has not passed their gap"
-    if report.open_events is not None:
-        open_note = (f"{report.open_events:,} events, ${report.open_revenue:,.2f}; "
-                     "gap timer not due yet")
-    rows.append(("open at end of stream", f"{report.open_sessions:,}", open_note))
-    rows.append(("mean session length", _duration(report.mean_session_seconds),
-                 f"{report.session_events / max(report.sessions, 1):.1f} events per session"))
-    rows.append(("purchases", f"{report.purchases:,}", "in closed sessions"))
-    rows.append(("revenue", f"${report.revenue:,.2f}", "in closed sessions"))
-    if report.open_events is not None:
-        rows.append(("late events dropped", f"{report.late:,}",
-                     f"at or behind the watermark ({WATERMARK} behind the newest event)"))
-    rows.append(("fraud alerts", f"{report.alerts:,}",
-                 f"on {len(report.alerts_by_card)} cards (CardFraud); "
-                 f"{len(report.fraud_cards)} cards had planted bursts"))
-    throughput = report.events / report.stream_seconds if report.stream_seconds else 0.0
-    rows.append(("throughput", f"{throughput:,.0f} events/s",
-                 f"{report.events:,} events in {report.stream_seconds:.1f} s of streaming"))
-    for name, stats in report.queries.items():
-        rows.append((f"  {name} query", f"{stats.batches} batches",
-                     f"{stats.rows:,} rows, {stats.busy_ms / 1000:.1f} s busy, "
-                     f"{stats.state_rows:,} state rows at the end"))
-    for line in _table(rows, aligns="<><"):
-        say(line)
-    if report.top_alerts:
-        say()
-        say("top alerted cards")
-        header = ("card", "alerts", "rule", "purchases", "amount", "first alert (UTC)")
-        table = [header] + [(a["card_id"], str(a["alerts"]), a["rules"], str(a["purchases"]),
-                             f"${a['amount']:,.2f}", _when(a["first"]))
-                            for a in report.top_alerts]
-        for number, line in enumerate(_table(table, aligns="<><>><")):
-            say("  " + line)
-            if number == 0:
-                say("  " + "-" * len(line))
-    say()
-    say(f"results: {os.path.join(report.output, 'sessions')} and "
-        f"{os.path.join(report.output, 'alerts')} (Parquet); checkpoints: {report.checkpoint}")
-
-
-def _table(rows: Sequence[Sequence[str]], aligns: str) -> List[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [f"{cell:{align}{width}}" for cell, align, width in zip(row, aligns, widths)]
-        lines.append("  ".join(cells).rstrip())
-    return lines
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
-    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
-
-
 def from_epoch_us(micros: int) -> datetime:
     return EPOCH + timedelta(microseconds=int(micros))
-
-
-def _when(moment) -> str:
-    if isinstance(moment, datetime):
-        if moment.tzinfo is not None:
-            moment = moment.astimezone(timezone.utc)
-        return moment.strftime("%Y-%m-%d %H:%M:%S")
-    return str(moment)
 
 
 __all__ = ["AVAILABLE_NOW", "DEFAULT_OUTPUT", "DemoError", "DemoOptions", "DemoReport",
