@@ -190,3 +190,30 @@ def test_packed_state_show_and_finish_match_offline(spark, tmp_path):
         got.setdefault(row["key"], []).append(tuple(row)[1:])
     expected = {k: vs[len(before.by_key.get(k, [])):] for k, vs in after.by_key.items()}
     assert got == {k: vs for k, vs in expected.items() if vs}
+
+
+def test_a_changed_bucket_count_is_refused_naming_both_counts(spark, tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "0.json").write_text('{"key": "a", "value": 1}\n{"key": "b", "value": 2}\n')
+
+    def attach(buckets):
+        stream = spark.readStream.schema("key string, value long").json(str(tmp_path / "in"))
+        return sw.stateful(stream, key="key", builder=SumV1, value="value", host="packed",
+                           buckets=buckets, output_schema="total long, version long",
+                           step_id="sum")
+
+    query = sw.start(attach(3), checkpoint=str(tmp_path / "ck"), path=str(tmp_path / "out"))
+    query.processAllAvailable()
+    query.stop()
+    with pytest.raises(sw.ConfigError) as refused:
+        sw.start(attach(4), checkpoint=str(tmp_path / "ck"), path=str(tmp_path / "out"))
+    assert "step 'sum': state changed from 'packed/1 buckets=3' to 'packed/1 buckets=4'" \
+        in str(refused.value)
+    # Without sw.start's check, the host itself refuses the checkpoint's buckets.
+    (tmp_path / "in" / "1.json").write_text('{"key": "a", "value": 5}\n')
+    raw = attach(4).writeStream.format("noop").option(
+        "checkpointLocation", str(tmp_path / "ck")).start()
+    with pytest.raises(Exception) as failed:
+        raw.processAllAvailable()
+    raw.stop()
+    assert "written with buckets=3, this query uses buckets=4" in str(failed.value)
