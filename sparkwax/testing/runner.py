@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import recovery
@@ -180,7 +181,7 @@ class Runner:
                 self.live[key] = logic
                 timer = self.driver.next_timer(key, logic)
         self._set_timer(key, timer)
-        self.result.outputs.extend([(key, value) for value in emits])
+        self.result.outputs.extend(zip(repeat(key), emits))
         self.result.late += late
         self.result.activations += 1
 
@@ -257,7 +258,7 @@ def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=Non
             act = driver.activate_bounded(key, values, event_times=times, delay_ms=time.delay_ms)
         else:
             act = driver.activate_bounded(key, values)
-        result.outputs.extend([(key, value) for value in act.emits])
+        result.outputs.extend(zip(repeat(key), act.emits))
         result.late += act.late
         result.activations += 1
         if act.state is not None:
