@@ -326,6 +326,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="measured batches per variant")
     parser.add_argument("--variants", nargs="*", default=DEFAULT_VARIANTS, choices=VARIANTS)
     parser.add_argument("--max-per-key-total", type=int, default=100_000)
+    parser.add_argument("--state-store", choices=["hdfs", "rocksdb"], default="hdfs",
+                        help="per-key variants with 1M keys need rocksdb: the HDFS store keeps "
+                             "every row of the last versions in the 1 GB default heap")
     parser.add_argument("--trigger", default="500 milliseconds",
                         help="processing-time trigger of every query (idle queries then "
                              "poll rarely; the wait is not part of the batch time)")
@@ -338,12 +341,13 @@ def main(argv=None) -> int:
     cases = [case if len(case) == 3 else case + (args.rows,) for case in cases]
 
     started = time.perf_counter()
-    spark = sw.local_session("local[2]", shuffle_partitions=2)
+    spark = sw.local_session("local[2]", shuffle_partitions=2, state_store=args.state_store)
     root = jvm_pid(spark)
     workdir = tempfile.mkdtemp(prefix="sparkwax-bench-")
     print(f"Spark {spark.version}, local[2], shuffle partitions "
           f"{spark.conf.get('spark.sql.shuffle.partitions')}, {args.rows:,} rows per "
-          f"micro-batch, {args.repeat} measured batches after batch 0, load average "
+          f"micro-batch, {args.repeat} measured batches after batch 0, {args.state_store} "
+          f"state store, load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     results = {}
     try:
