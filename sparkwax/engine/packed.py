@@ -107,7 +107,13 @@ class PackedHost:
                 f"step {self.driver.step_id!r}: the checkpoint's state was written with "
                 f"buckets={buckets}, this query uses buckets={self.buckets}; the bucket count "
                 "is frozen into a checkpoint (like spark.sql.shuffle.partitions)")
-        return Bucket.decode(blob)
+        try:
+            return Bucket.decode(blob)
+        except Exception as error:
+            raise ConfigError(
+                f"step {self.driver.step_id!r}: a bucket's state in the checkpoint cannot be "
+                f"read ({error}); was it written by another sparkwax version or another "
+                "step? Start from a new checkpoint (`sparkwax state clear`)") from error
 
     def _commit(self, state, bucket: Bucket, now_ms: int) -> None:
         if not len(bucket):

@@ -69,3 +69,40 @@ def test_module_example_runs():
 
     failures, attempted = doctest.testmod(bucket)
     assert failures == 0 and attempted > 0
+
+
+class _State:
+    """Just enough of pyspark's GroupState for one packed call."""
+
+    hasTimedOut = False
+    exists = True
+
+    def __init__(self, row):
+        self.get = row
+
+    def getCurrentProcessingTimeMs(self):
+        return 0
+
+
+def test_a_foreign_bucket_state_is_a_config_error_naming_the_step():
+    import pandas as pd
+    from pyspark.sql import types as T
+
+    from sparkwax._driver import Driver
+    from sparkwax.engine.columns import INTEGER, InputLayout
+    from sparkwax.engine.host import NO_TIMEOUT
+    from sparkwax.engine.outputs import OutputBuilder
+    from sparkwax.engine.packed import PackedHost
+    from sparkwax.errors import ConfigError
+    from sparkwax.testing.reference import Counter
+
+    host = PackedHost(Driver(Counter, step_id="counts"),
+                      InputLayout(("v",), ("v",), (INTEGER,), True, (), None),
+                      OutputBuilder(["key"], T.StructType([T.StructField("n", T.LongType())]),
+                                    "counts"),
+                      NO_TIMEOUT, ["key"], 4, "processing")
+    old_format = pickle.dumps({"k": (b"SWX", None, None)})
+    frame = pd.DataFrame({"key": ["k"], "v": [1]})
+    with pytest.raises(ConfigError, match="step 'counts': a bucket's state in the checkpoint "
+                                          "cannot be read"):
+        list(host((0,), iter([frame]), _State((old_format, 4))))
