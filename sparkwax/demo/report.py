@@ -92,10 +92,10 @@ def print_summary(report, say: Printer, watermark: str) -> None:
         say()
         say("top alerted cards")
         header = ("card", "alerts", "rule", "purchases", "amount", "first alert (UTC)")
-        table = [header] + [(a["card_id"], str(a["alerts"]), a["rules"], str(a["purchases"]),
+        cells = [header] + [(a["card_id"], str(a["alerts"]), a["rules"], str(a["purchases"]),
                              f"${a['amount']:,.2f}", when(a["first"]))
                             for a in report.top_alerts]
-        for number, line in enumerate(table(table, aligns="<><>><")):
+        for number, line in enumerate(table(cells, aligns="<><>><")):
             say("  " + line)
             if number == 0:
                 say("  " + "-" * len(line))

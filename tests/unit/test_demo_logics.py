@@ -292,3 +292,26 @@ def test_parse_trigger():
     assert parse_trigger("2 seconds") == {"processingTime": "2000 milliseconds"}
     with pytest.raises(sw.ConfigError):
         parse_trigger("0 seconds")
+
+
+def test_summary_prints_every_line_of_the_report():
+    import io
+    from datetime import datetime, timezone
+
+    from sparkwax.demo.app import DemoReport, QueryStats
+    from sparkwax.demo.report import Printer, print_summary
+
+    report = DemoReport(events=1_000, files=4, output="/out", checkpoint="/out/ck", late=7,
+                        sessions=20, session_events=900, open_sessions=3, open_events=93,
+                        alerts=2, alerts_by_card={"c1": 2}, fraud_cards=["c1"],
+                        stream_seconds=2.0, queries={"sessions": QueryStats("sessions")})
+    report.top_alerts = [{"card_id": "c1", "alerts": 2, "rules": "burst", "purchases": 5,
+                          "amount": 12.5, "first": datetime(2024, 1, 1, tzinfo=timezone.utc)}]
+    out = io.StringIO()
+    print_summary(report, Printer(out), "5 minutes")
+    text = out.getvalue()
+    for line in ("sessions closed", "open at end of stream", "late events dropped",
+                 "(5 minutes behind the newest event)", "top alerted cards",
+                 "  c1         2  burst          5  $12.50  2024-01-01 00:00:00",
+                 "results: /out/sessions"):
+        assert line in text, line
