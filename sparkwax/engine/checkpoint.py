@@ -123,7 +123,13 @@ def packed_entries(frame, step_id: str) -> List[StateEntry]:
     entries = []
     rows = frame.select(F.col("value.groupState.keys").alias("keys"), "partition_id").collect()
     for row in rows:
-        for key, blob, timer, _armed in Bucket.decode(row["keys"]).entries():
+        try:
+            bucket = Bucket.decode(row["keys"])
+        except Exception as error:
+            raise ConfigError(f"step {step_id!r}: a bucket's state in the checkpoint cannot be "
+                              f"read ({error}); was it written by another sparkwax "
+                              "version?") from error
+        for key, blob, timer, _armed in bucket.entries():
             try:
                 snapshot = recovery.decode(blob, step_id=step_id, key=key)
             except SnapshotError as error:
