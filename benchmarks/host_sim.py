@@ -16,8 +16,8 @@ has state (a warm micro-batch). Timed per group, CPU time, best of R:
 * ``bare``      the hand-written function of benchmarks/spark_engine.py;
 * ``sparkwax``  ``StreamingHost`` + ``Driver`` with a StatefulBatchLogic
                 counting ``len(values)`` (``stateful_batch(value="v")``);
-* ``sw-per-item`` ``StreamingHost`` with a StatefulLogic counting per item,
-                no emits (``stateful(value="v")``).
+* ``sw-per-item`` ``StreamingHost`` with spark_engine.py's ``Count``: counting
+                per item, no emits (``stateful(value="v")``).
 
 ``--profile VARIANT`` prints a cProfile of that variant instead.
 Not collected by pytest.
@@ -49,34 +49,15 @@ from sparkwax.engine.columns import INTEGER, InputLayout  # noqa: E402
 from sparkwax.engine.host import NO_TIMEOUT, StreamingHost  # noqa: E402
 from sparkwax.engine.outputs import OutputBuilder  # noqa: E402
 from sparkwax.engine.plan import STATE_SCHEMA  # noqa: E402
-from sparkwax.logic import RETAIN, StatefulLogic  # noqa: E402
 from sparkwax.recovery import encode  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
+
+from spark_engine import Count, bare_count  # noqa: E402  (benchmarks/, the script's folder)
 
 CHUNK = 10_000          # spark.sql.execution.arrow.maxRecordsPerBatch
 GROUPS_PER_BATCH = 1_000
 BARE_STATE = T.StructType([T.StructField("s", T.BinaryType())])
 OUT = T.StructType([T.StructField("key", T.LongType()), T.StructField("count", T.LongType())])
-
-
-class ItemCounter(StatefulLogic):
-    def __init__(self, resume=None):
-        self.n = resume or 0
-
-    def on_item(self, value):
-        self.n += 1
-        return (), RETAIN
-
-    def snapshot(self):
-        return self.n
-
-
-def bare_count(key, pdfs, state):
-    n = pickle.loads(state.get[0]) if state.exists else 0
-    for pdf in pdfs:
-        n += len(pdf)
-    state.update((pickle.dumps(n),))
-    yield pd.DataFrame({"key": [key[0]], "count": [n]})
 
 
 def idle(key, pdfs, state):
@@ -86,7 +67,7 @@ def idle(key, pdfs, state):
 
 
 def sparkwax_host(batch: bool):
-    driver = Driver(BatchCounter if batch else ItemCounter, step_id="bench", batch=batch)
+    driver = Driver(BatchCounter if batch else Count, step_id="bench", batch=batch)
     layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
                          order_by=(), event_column=None)
     outputs = OutputBuilder(["key"], T.StructType([T.StructField("count", T.LongType())]),

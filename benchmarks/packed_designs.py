@@ -81,10 +81,11 @@ import time
 import numpy as np
 import pandas as pd
 
+from proc_cpu import tree_cpu  # benchmarks/, the script's folder
+
 BUCKETS = 8
 TIMEOUT_MS = 3_600_000
 _BASE_MTIME = 1_600_000_000
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 ALL_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "e-aipws-cols", "c-tws-bkt", "d-tws-key"]
 DEFAULT_VARIANTS = ["a-aipws-key", "b-aipws-bkt", "e-aipws-cols", "c-tws-bkt"]
@@ -151,10 +152,44 @@ def make_aipws_key(o: Opts):
     return count_key
 
 
-def make_aipws_bucket(o: Opts):
+class DictBucket:
+    """Variant (b)'s bucket state: one pickled dict ``{key: blob}`` (or
+    ``{key: (blob, due)}`` with --timers), with the methods of sparkwax's
+    columnar ``Bucket`` (variant (e)) so both run the same function."""
+
+    def __init__(self, keys: dict):
+        self.keys = keys
+
+    @classmethod
+    def empty(cls):
+        return cls({})
+
+    @classmethod
+    def decode(cls, blob: bytes):
+        return cls(pickle.loads(blob))
+
+    def get(self, key):
+        entry = self.keys.get(key)
+        return entry[0] if type(entry) is tuple else entry
+
+    def put(self, key, blob, timer, armed):
+        self.keys[key] = blob if armed is None else (blob, armed)
+
+    def encode(self):
+        armed = [entry[1] for entry in self.keys.values() if type(entry) is tuple]
+        return pickle.dumps(self.keys, protocol=5), (min(armed) if armed else None)
+
+
+def make_aipws_bucketed(o: Opts, columnar: bool):
+    """Variants (b) and (e): one state row per bucket, (e) in sparkwax's
+    columnar ``Bucket``, (b) in a ``DictBucket``."""
+    if columnar:
+        from sparkwax.engine.bucket import Bucket as store
+    else:
+        store = DictBucket
     acc, tacc, iacc, timers, pad = o.bytes, o.udf_us, o.input_us, o.timers, o.pad
 
-    def count_bucket(bucket, pdfs, state):
+    def count_bucket(bucket_key, pdfs, state):
         t0 = time.perf_counter()
         if state.hasTimedOut:  # (never happens here: 1 h timeouts)
             for _ in pdfs:
@@ -162,46 +197,7 @@ def make_aipws_bucket(o: Opts):
             return
         names, counts = _counts(pdfs)
         t1 = time.perf_counter()
-        keys = pickle.loads(state.get[0]) if state.exists else {}
-        now = state.getCurrentProcessingTimeMs() if timers else 0
-        out = []
-        for name, c in zip(names, counts):
-            entry = keys.get(name)
-            if timers:
-                n = (dec(entry[0], pad) if entry else 0) + c
-                keys[name] = (enc(n, pad), now + TIMEOUT_MS)
-            else:
-                n = (dec(entry, pad) if entry else 0) + c
-                keys[name] = enc(n, pad)
-            out.append(n)
-        blob = pickle.dumps(keys, protocol=5)
-        state.update((blob,))
-        acc.add(len(blob))
-        if timers:
-            earliest = min(entry[1] for entry in keys.values())
-            state.setTimeoutDuration(max(earliest - now, 1))
-        frame = pd.DataFrame({"key": names, "count": out}) if names else None
-        iacc.add(int((t1 - t0) * 1e6))
-        tacc.add(int((time.perf_counter() - t0) * 1e6))
-        if frame is not None:
-            yield frame
-    return count_bucket
-
-
-def make_aipws_columns(o: Opts):
-    from sparkwax.engine.bucket import Bucket
-
-    acc, tacc, iacc, timers, pad = o.bytes, o.udf_us, o.input_us, o.timers, o.pad
-
-    def count_columns(bucket_key, pdfs, state):
-        t0 = time.perf_counter()
-        if state.hasTimedOut:  # (never happens here: 1 h timeouts)
-            for _ in pdfs:
-                pass
-            return
-        names, counts = _counts(pdfs)
-        t1 = time.perf_counter()
-        bucket = Bucket.decode(state.get[0]) if state.exists else Bucket.empty()
+        bucket = store.decode(state.get[0]) if state.exists else store.empty()
         now = state.getCurrentProcessingTimeMs() if timers else 0
         due = now + TIMEOUT_MS if timers else None
         out = []
@@ -220,7 +216,7 @@ def make_aipws_columns(o: Opts):
         tacc.add(int((time.perf_counter() - t0) * 1e6))
         if frame is not None:
             yield frame
-    return count_columns
+    return count_bucket
 
 
 def make_tws_bucket(o: Opts):
@@ -344,11 +340,11 @@ def build(spark, variant: str, source: str, o: Opts):
             stateStructType="s binary", outputMode="update", timeoutConf=aipws_timeout)
     if variant == "b-aipws-bkt":
         return bucketed.groupBy("bucket").applyInPandasWithState(
-            make_aipws_bucket(o), outputStructType=out_schema,
+            make_aipws_bucketed(o, columnar=False), outputStructType=out_schema,
             stateStructType="keys binary", outputMode="update", timeoutConf=aipws_timeout)
     if variant == "e-aipws-cols":
         return bucketed.groupBy("bucket").applyInPandasWithState(
-            make_aipws_columns(o), outputStructType=out_schema,
+            make_aipws_bucketed(o, columnar=True), outputStructType=out_schema,
             stateStructType="keys binary", outputMode="update", timeoutConf=aipws_timeout)
     if variant == "c-tws-bkt":
         return bucketed.groupBy("bucket").transformWithStateInPandas(
@@ -403,28 +399,7 @@ def drop_file(parquet: str, source: str, number: int) -> None:
 def cpu_table(root) -> dict:
     """pid -> own CPU seconds (utime + stime) of ``root`` (the JVM) and its
     descendants (pyspark daemon, Python workers)."""
-    if root is None or not os.path.isdir("/proc"):
-        return {}
-    table = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        table[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS)
-    children = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    out, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in table:
-            out[pid] = table[pid][1]
-        todo.extend(children.get(pid, ()))
-    return out
+    return {pid: own for pid, (own, _reaped) in tree_cpu(root).items()}
 
 
 def cpu_delta_ms(before: dict, after: dict) -> float:

@@ -67,6 +67,8 @@ import sparkwax as sw  # noqa: E402
 from sparkwax.logic import DISCARD, RETAIN, StatefulLogic  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
 
+from proc_cpu import tree_cpu  # noqa: E402  (benchmarks/, the script's folder)
+
 _BASE_MTIME = 1_600_000_000
 
 
@@ -100,43 +102,11 @@ def bare_count(key, pdfs, state):
     yield pd.DataFrame({"key": [key[0]], "count": [n]})
 
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _proc_table():
-    """pid -> (ppid, cpu seconds incl. reaped children) for every process (Linux)."""
-    table = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ppid = int(fields[1])
-        utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-        table[int(name)] = (ppid, (utime + stime + cutime + cstime) / _TICKS)
-    return table
-
-
 def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds used so far by ``root`` and its descendants (the JVM, the
-    pyspark daemon and its Python workers). Robust against other load on the
-    machine, unlike wall time; None when /proc is not there."""
-    if root is None or not os.path.isdir("/proc"):
-        return float("nan")
-    table = _proc_table()
-    children = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in table:
-            total += table[pid][1]
-        todo.extend(children.get(pid, ()))
-    return total
+    """CPU seconds used so far by ``root`` and its descendants, including their
+    reaped children (NaN without /proc)."""
+    table = tree_cpu(root)
+    return sum(own + reaped for own, reaped in table.values()) if table else float("nan")
 
 
 def jvm_pid(spark):
