@@ -4,7 +4,10 @@
 and prints key, snapshot (repr, cut), size and next timer, then a summary
 line; ``--json`` prints one JSON object per key and the summary instead.
 ``clear`` removes the checkpoint after a confirmation (``--yes`` skips it),
-and refuses while a query seems to be running on it.
+and refuses while a query seems to be running on it. Checkpoints are read
+through Spark's file systems (any URI Spark can write a checkpoint to:
+``hdfs://``, ``s3a://``, ``abfss://``, ``viewfs://``...; ``--conf`` passes
+the settings they need), or on a Spark Connect server with ``--remote``.
 """
 
 from __future__ import annotations
@@ -37,13 +40,38 @@ def state_command(parser: argparse.ArgumentParser):
     show.add_argument("--operator", type=int, default=0,
                       help="stateful operator id when the query has several (default 0)")
     show.add_argument("--json", action="store_true", help="JSON lines for machines")
-    show.add_argument("--master", default="local[2]", help="Spark master for the reader")
     clear = actions.add_parser("clear", help="remove the checkpoint (after confirmation)")
     clear.add_argument("checkpoint", help="the query's checkpoint directory")
     clear.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     clear.add_argument("--force", action="store_true",
                        help="clear even if a query seems to be running on it")
+    for action in (show, clear):
+        _session_options(action)
     return run
+
+
+def _session_options(parser: argparse.ArgumentParser) -> None:
+    """Where the checkpoint is read from: a local Spark (any Hadoop file
+    system URI it can reach) or a Spark Connect server (its file systems)."""
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark master for the reader (default local[2])")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="use a Spark Connect server instead (reads its file systems)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, e.g. spark.hadoop.fs.s3a.endpoint=...; "
+                             "repeatable")
+
+
+def _session(args, app_name: str):
+    from .engine.session import local_session
+
+    settings = {}
+    for item in args.conf:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--conf takes KEY=VALUE, got {item!r}")
+        settings[name.strip()] = value
+    return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,9 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _show(args) -> int:
     from .engine.checkpoint import read_entries, state_summary
-    from .engine.session import local_session
 
-    spark = local_session(args.master, app_name="sparkwax-state")
+    spark = _session(args, "sparkwax-state")
     entries = read_entries(spark, args.checkpoint, operator_id=args.operator, key=args.key,
                            limit=args.limit or None)
     summary = state_summary(spark, args.checkpoint, operator_id=args.operator)
@@ -81,10 +108,13 @@ def _show(args) -> int:
 
 
 def _clear(args) -> int:
-    from .engine.checkpoint import clear, running_query_hint
+    from .engine.checkpoint import clear, require_checkpoint, running_query_hint
+    from .engine.storage import storage_for
 
+    spark = _session(args, "sparkwax-state")
+    require_checkpoint(storage_for(spark), args.checkpoint)
     if not args.force:
-        busy = running_query_hint(args.checkpoint, 120.0)
+        busy = running_query_hint(spark, args.checkpoint, 120.0)
         if busy:
             raise ConfigError(f"{args.checkpoint} looks in use ({busy}); stop the query "
                               "first or pass --force")
@@ -93,7 +123,7 @@ def _clear(args) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing removed")
             return 1
-    clear(args.checkpoint, force=True)
+    clear(args.checkpoint, force=True, spark=spark)
     print(f"removed {args.checkpoint}")
     return 0
 

@@ -9,8 +9,6 @@ reader, the query's watermark, and ``finish`` (on_eof for every live key).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time as clock
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +22,8 @@ from .bucket import Bucket
 from .columns import plain_key
 from .outputs import OutputBuilder
 from .plan import _parse_schema
+from .start import STEPS_FILE
+from .storage import filesystem_error, join_path, storage_for
 
 
 _BLOB = "__sw_snapshot"
@@ -42,11 +42,14 @@ class StateEntry:
 
 def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None):
     """The raw state rows of a sparkwax step (``key`` struct, ``value`` struct)."""
-    _require_checkpoint(checkpoint)
+    require_checkpoint(storage_for(spark), checkpoint)
     reader = spark.read.format("statestore").option("operatorId", operator_id)
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
-    frame = reader.load(checkpoint)
+    try:
+        frame = reader.load(checkpoint)
+    except Exception as error:
+        raise filesystem_error(checkpoint, error) or error
     value_fields = frame.schema["value"].dataType.fieldNames()
     if "groupState" not in value_fields:
         raise ConfigError(f"operator {operator_id} of {checkpoint} is not an "
@@ -145,7 +148,7 @@ def _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema,
     key columns come from ``key_schema`` or the checkpoint's sparkwax-steps.json."""
     from pyspark.sql import types as T
 
-    key_type = _packed_key_type(checkpoint, key_schema, step_id)
+    key_type = _packed_key_type(spark, checkpoint, key_schema, step_id)
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
     single = len(key_type.fields) == 1
     emitted = []
@@ -161,15 +164,12 @@ def _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema,
     return spark.createDataFrame(outputs.frame_of(emitted), schema=out_schema)
 
 
-def _packed_key_type(checkpoint, key_schema, step_id):
+def _packed_key_type(spark, checkpoint, key_schema, step_id):
     from pyspark.sql import types as T
 
     if key_schema is None:
-        path = os.path.join(checkpoint, "sparkwax-steps.json")
-        steps = {}
-        if os.path.exists(path):
-            with open(path) as handle:
-                steps = json.load(handle).get("steps", {})
+        text = storage_for(spark).read_text(join_path(checkpoint, STEPS_FILE))
+        steps = json.loads(text).get("steps", {}) if text else {}
         if len(steps) != 1:
             raise ConfigError(f"step {step_id!r}: finish on a packed step needs key_schema= "
                               "(e.g. \"user string\"); start the query with sparkwax.start() "
@@ -178,17 +178,17 @@ def _packed_key_type(checkpoint, key_schema, step_id):
     return T.StructType.fromDDL(key_schema)
 
 
-def last_watermark_ms(checkpoint: str) -> int:
+def last_watermark_ms(spark, checkpoint: str) -> int:
     """The watermark the next micro-batch would use (Spark's commit log)."""
-    commits = os.path.join(checkpoint, "commits")
-    numbered = sorted((int(n) for n in os.listdir(commits) if n.isdigit()), reverse=True) \
-        if os.path.isdir(commits) else []
-    for number in numbered:
-        with open(os.path.join(commits, str(number))) as handle:
-            for line in handle:
-                line = line.strip()
-                if line.startswith("{"):
-                    return int(json.loads(line).get("nextBatchWatermarkMs", 0))
+    store = storage_for(spark)
+    commits = join_path(checkpoint, "commits")
+    numbered = sorted((e for e in store.list(commits) if e.name.isdigit()),
+                      key=lambda e: -int(e.name))
+    for entry in numbered:
+        for line in (store.read_text(entry.path) or "").splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                return int(json.loads(line).get("nextBatchWatermarkMs", 0))
     return 0
 
 
@@ -206,25 +206,21 @@ def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
     ...                  output_schema="start timestamp, `end` timestamp, events long",
     ...                  time=sw.EventTime("ts", watermark="10 minutes"))
     """
-    from pyspark.sql import SparkSession
     from pyspark.sql import types as T
 
-    spark = spark or SparkSession.getActiveSession()
-    if spark is None:
-        raise ConfigError("finish needs a SparkSession: pass spark= or start one "
-                          "(sparkwax.local_session())")
+    spark = active_session(spark, "finish")
     step_id = step_id or f"finish:{getattr(builder, '__qualname__', 'logic')}"
     time = time if time is not None else ProcessingTime()
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     schema = _parse_schema(frame, output_schema, step_id)
     if is_packed(frame):
-        now_ms = (last_watermark_ms(checkpoint) if isinstance(time, EventTime)
+        now_ms = (last_watermark_ms(spark, checkpoint) if isinstance(time, EventTime)
                   else int(clock.time() * 1000))
         return _finish_packed(spark, checkpoint, frame, Driver(builder, step_id=step_id,
                               batch=batch), schema, now_ms, key_schema, step_id)
     key_type = frame.schema["key"].dataType
     out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
-    now_ms = (last_watermark_ms(checkpoint) if isinstance(time, EventTime)
+    now_ms = (last_watermark_ms(spark, checkpoint) if isinstance(time, EventTime)
               else int(clock.time() * 1000))
     driver = Driver(builder, step_id=step_id, batch=batch)
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
@@ -248,38 +244,63 @@ def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
     return flat.mapInPandas(end_keys, schema=out_schema)
 
 
-def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0) -> None:
-    """Remove a checkpoint (offsets, commits and state): the next run of the
-    query starts over from its source. Refuses while a query seems to run on
-    it (a micro-batch written to the log in the last ``idle_seconds`` that is
-    not committed yet, or any log write that recent) unless ``force``."""
-    _require_checkpoint(checkpoint)
+def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0,
+          spark=None) -> None:
+    """Remove a checkpoint (offsets, commits and state) through Spark's file
+    system: the next run of the query starts over from its source. Refuses
+    while a query seems to run on it (a log write in the last
+    ``idle_seconds``) unless ``force``. Over Spark Connect the folder is
+    replaced by a one-line marker (Connect has no delete). ``spark``
+    defaults to the active session."""
+    spark = active_session(spark, "clear")
+    store = storage_for(spark)
+    require_checkpoint(store, checkpoint)
     if not force:
-        busy = running_query_hint(checkpoint, idle_seconds)
+        busy = running_query_hint(spark, checkpoint, idle_seconds)
         if busy:
             raise ConfigError(f"{checkpoint} looks in use: {busy}; stop the query first "
                               "(or pass force=True / --force)")
-    shutil.rmtree(checkpoint)
+    store.delete(checkpoint)
 
 
-def running_query_hint(checkpoint: str, idle_seconds: float) -> Optional[str]:
+def running_query_hint(spark, checkpoint: str, idle_seconds: float) -> Optional[str]:
     """Why the checkpoint looks in use by a running query, or None."""
-    newest = 0.0
-    for log in ("offsets", "commits"):
-        folder = os.path.join(checkpoint, log)
-        if os.path.isdir(folder):
-            for name in os.listdir(folder):
-                newest = max(newest, os.path.getmtime(os.path.join(folder, name)))
-    age = clock.time() - newest if newest else None
+    store = storage_for(spark)
+    newest_ms = max((entry.modified_ms for log in ("offsets", "commits")
+                     for entry in store.list(join_path(checkpoint, log))), default=0)
+    age = clock.time() - newest_ms / 1000 if newest_ms else None
     if age is not None and age < idle_seconds:
-        return f"its log was written {age:.0f} s ago"
+        return (f"its log was written {age:.0f} s ago (clear waits until it is "
+                f"{idle_seconds:.0f} s old: {idle_seconds - age:.0f} s more)")
     return None
 
 
-def _require_checkpoint(checkpoint: str) -> None:
-    if not os.path.isdir(os.path.join(checkpoint, "offsets")):
+def require_checkpoint(store, checkpoint: str) -> None:
+    """ConfigError unless ``checkpoint`` holds a streaming query's offset log."""
+    if not store.exists(join_path(checkpoint, "offsets")):
         raise ConfigError(f"{checkpoint!r} is not a streaming checkpoint (no offsets/ folder)")
 
 
-__all__ = ["StateEntry", "clear", "finish", "last_watermark_ms", "read_entries",
-           "running_query_hint", "state_frame", "state_summary"]
+def active_session(spark, what: str):
+    """``spark``, else the active classic or Spark Connect session."""
+    if spark is not None:
+        return spark
+    from pyspark.sql import SparkSession
+
+    found = SparkSession.getActiveSession()
+    if found is None:
+        try:
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+            found = ConnectSession.getActiveSession()
+        except ImportError:  # pyspark without the connect client's dependencies
+            found = None
+    if found is None:
+        raise ConfigError(f"{what} needs a SparkSession: pass spark= or start one "
+                          "(sparkwax.local_session())")
+    return found
+
+
+__all__ = ["StateEntry", "active_session", "clear", "finish", "last_watermark_ms",
+           "read_entries", "require_checkpoint", "running_query_hint", "state_frame",
+           "state_summary"]

@@ -27,7 +27,8 @@ STATE_STORES = {
 
 def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
                   shuffle_partitions: Optional[int] = None, state_store: Optional[str] = None,
-                  log_level: str = "ERROR", conf: Optional[Dict[str, str]] = None):
+                  log_level: str = "ERROR", conf: Optional[Dict[str, str]] = None,
+                  remote: Optional[str] = None):
     """Get or create a SparkSession: ``shuffle.partitions`` = cores (Spark's
     200 costs ~20 s per micro-batch on 2 cores), UI off, Arrow on, UTC session
     time zone, workers on this interpreter, quiet logs. ``state_store`` is
@@ -37,8 +38,23 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     ``master`` defaults to ``local[*]``, or, in a script launched by
     ``spark-submit`` (or ``sparkwax submit``), to spark-submit's ``--master``;
     there the submitted ``--conf`` values also win over these defaults (the
-    arguments of this function still win over both)."""
+    arguments of this function still win over both).
+
+    ``remote="sc://host:15002"`` (or ``$SPARK_REMOTE``) returns a Spark
+    Connect session instead, with the session-level defaults (Arrow, UTC,
+    shuffle partitions = the server's local[N] cores or its
+    ``spark.cores.max``; a cluster's own setting is kept otherwise), and
+    sparkwax is shipped to the server as an artifact when a step is planned.
+    """
     from pyspark.sql import SparkSession
+
+    if remote is None and master is None and os.environ.get("SPARK_REMOTE") \
+            and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        remote = os.environ["SPARK_REMOTE"]
+    if remote is not None:
+        return connect_session(remote, app_name=app_name,
+                               shuffle_partitions=shuffle_partitions,
+                               state_store=state_store, conf=conf)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -75,6 +91,50 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     return spark
 
 
+def connect_session(remote: str, *, app_name: str = "sparkwax",
+                    shuffle_partitions: Optional[int] = None,
+                    state_store: Optional[str] = None, conf: Optional[Dict[str, str]] = None):
+    """A Spark Connect session to ``remote`` with sparkwax's session defaults.
+    Static settings (UI, driver options) belong to the server and are left alone."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError as error:
+        raise ConfigError(f"Spark Connect needs the client's dependencies "
+                          f"(pip install 'sparkwax[connect]'): {error}") from error
+    spark = ConnectSession.builder.remote(remote).appName(app_name).getOrCreate()
+    settings = {"spark.sql.execution.arrow.pyspark.enabled": "true",
+                "spark.sql.session.timeZone": "UTC"}
+    cores = shuffle_partitions or _server_cores(spark)
+    if cores:
+        settings["spark.sql.shuffle.partitions"] = str(cores)
+    if state_store is not None:
+        settings.update(_store_settings(state_store))
+    settings.update(conf or {})
+    for name, value in settings.items():
+        try:
+            spark.conf.set(name, value)
+        except Exception as error:
+            raise ConfigError(f"the Spark Connect server at {remote} refused {name}={value!r} "
+                              f"(set it when starting the server): {error}") from error
+    return spark
+
+
+def _server_cores(spark) -> Optional[int]:
+    """Task slots of a Connect server: N of its local[N] master or its
+    spark.cores.max; None when unknown (the server's own setting stays)."""
+    def conf(name):
+        try:
+            return spark.conf.get(name, "") or ""
+        except Exception:  # a server that hides its static confs
+            return ""
+
+    master = conf("spark.master")
+    if master.startswith("local"):
+        return _local_cores(master)
+    cores = conf("spark.cores.max")
+    return int(cores) if cores.isdigit() else None
+
+
 def _store_settings(state_store: str) -> Dict[str, str]:
     if state_store not in STATE_STORES:
         raise ConfigError(f"state_store must be one of {sorted(STATE_STORES)}, "
@@ -99,10 +159,8 @@ def _submitted_conf() -> Optional[Dict[str, str]]:
 def _cores(master: str, submitted: Dict[str, str]) -> int:
     """Task slots to size partitions by: N of local[N], else the submitted
     spark.cores.max or executor instances x cores, else this machine's cores."""
-    if master.startswith("local[") and master.endswith("]"):
-        inside = master[len("local["):-1].split(",")[0]
-        if inside.isdigit():
-            return int(inside)
+    if _local_cores(master):
+        return _local_cores(master)
     if submitted.get("spark.cores.max", "").isdigit():
         return int(submitted["spark.cores.max"])
     instances = submitted.get("spark.executor.instances", "")
@@ -110,3 +168,12 @@ def _cores(master: str, submitted: Dict[str, str]) -> int:
     if instances.isdigit() and per_executor.isdigit():
         return int(instances) * int(per_executor)
     return os.cpu_count() or 2
+
+
+def _local_cores(master: str) -> Optional[int]:
+    """N of ``local[N]`` (or ``local[N,F]``), else None."""
+    if master.startswith("local[") and master.endswith("]"):
+        inside = master[len("local["):-1].split(",")[0]
+        if inside.isdigit():
+            return int(inside)
+    return None

@@ -5,7 +5,8 @@ engine by reference, so ``import sparkwax`` must work in every Python worker.
 When sparkwax is not installed on the cluster, the engine zips the package
 the driver runs (once per process, deterministic bytes, named by content
 hash) and adds it to the job with ``SparkContext.addPyFile`` (once per
-SparkContext). Spark puts shipped zips ahead of site-packages on the workers,
+SparkContext), or, on a Spark Connect session, with
+``SparkSession.addArtifacts(zip, pyfile=True)`` (once per session). Spark puts shipped zips ahead of site-packages on the workers,
 so executors run exactly the driver's sparkwax even where another version is
 installed.
 
@@ -21,7 +22,8 @@ The setting: Spark config ``spark.sparkwax.ship`` (wins) or environment
 variable ``SPARKWAX_SHIP``; ``auto`` (default: ship unless the master is
 ``local``/``local[N]``, whose workers use the driver's interpreter),
 ``true`` (always) or ``false`` (never: sparkwax is installed on the cluster,
-or you pass the zip yourself). A zip already in ``--py-files`` (what
+or you pass the zip yourself). Over Spark Connect ``auto`` ships: the
+server's Python workers are not this interpreter, whatever its master. A zip already in ``--py-files`` (what
 ``sparkwax submit`` does) is not shipped twice.
 
 ``python -m sparkwax.engine.shipping`` prints the zip's path, for plain
@@ -55,6 +57,7 @@ _ATTRIBUTE = "_sparkwax_shipped"
 
 log = logging.getLogger("sparkwax.shipping")
 _built: Dict[str, Tuple[tuple, str]] = {}  # package dir -> (fingerprint, zip path)
+_connect_shipped: Dict[object, str] = {}  # Connect session id -> zip path ("" = not shipped)
 
 
 def package_dir() -> str:
@@ -166,6 +169,8 @@ def ship_decision(master: Optional[str], conf_value: Optional[str],
         return False, f"{source}=false"
     if setting == "true":
         return True, f"{source}=true"
+    if master == "spark connect":
+        return True, "Spark Connect: the server's Python workers are not this interpreter"
     if is_local_master(master):
         return False, f"master {master} runs Python workers with the driver's interpreter"
     return True, f"master {master} runs executors in their own Python"
@@ -177,9 +182,7 @@ def ensure_shipped(spark) -> Optional[str]:
     SparkContext), or None when nothing needs shipping."""
     sc = getattr(spark, "_sc", None)  # None for Spark Connect sessions
     if sc is None:
-        log.debug("not shipping sparkwax: no SparkContext (Spark Connect); add "
-                  "build_zip() with spark.addArtifacts(path, pyfile=True)")
-        return None
+        return _ship_to_connect(spark)
     shipped = getattr(sc, _ATTRIBUTE, None)
     if shipped is not None:
         return shipped or None
@@ -196,6 +199,30 @@ def ensure_shipped(spark) -> Optional[str]:
     sc.addPyFile(path)
     log.info("shipped sparkwax to executors as %s (%s)", path, reason)
     setattr(sc, _ATTRIBUTE, path)
+    return path
+
+
+def _ship_to_connect(spark) -> Optional[str]:
+    """ensure_shipped for a Spark Connect session: an artifact, once per session."""
+    session_id = getattr(spark, "session_id", None) or id(spark)
+    if session_id in _connect_shipped:
+        return _connect_shipped[session_id] or None
+    ship, reason = ship_decision("spark connect", spark.conf.get(CONF_KEY, None),
+                                 os.environ.get(ENV_KEY))
+    if not ship:
+        log.info("not shipping sparkwax: %s", reason)
+        _connect_shipped[session_id] = ""
+        return None
+    path = build_zip()
+    try:
+        spark.addArtifacts(path, pyfile=True)
+    except Exception as error:
+        if "already exists" not in str(error):  # same zip added by another client object
+            raise ConfigError(f"cannot ship sparkwax to the Spark Connect server as an "
+                              f"artifact ({error}); install sparkwax on the server's Python "
+                              f"or set {CONF_KEY}=false") from error
+    log.info("shipped sparkwax to the Spark Connect server as %s (%s)", path, reason)
+    _connect_shipped[session_id] = path
     return path
 
 

@@ -4,8 +4,9 @@ Spark checks the key and state schemas of a restarted query, but not a step's
 output schema, its time mode, or a changed number of shuffle partitions (it
 silently keeps the checkpoint's). ``stateful`` records each step's
 description in the metadata of its output columns; ``start`` writes those
-descriptions next to the checkpoint (``<checkpoint>/sparkwax-steps.json``)
-and refuses a restart whose steps differ, saying what changed.
+descriptions next to the checkpoint (``<checkpoint>/sparkwax-steps.json``,
+written through Spark's file system, so any checkpoint URI works) and refuses
+a restart whose steps differ, saying what changed.
 
 >>> query = sw.start(sessions, checkpoint="/data/ck", path="/data/out")  # doctest: +SKIP
 """
@@ -13,10 +14,10 @@ and refuses a restart whose steps differ, saying what changed.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import ConfigError
+from .storage import join_path, storage_for
 
 STEP_METADATA = "sparkwax.step"
 STEPS_FILE = "sparkwax-steps.json"
@@ -33,17 +34,17 @@ def steps_in(frame) -> List[Dict[str, Any]]:
     return [found[name] for name in sorted(found)]
 
 
-def check_checkpoint(checkpoint: str, steps: List[Dict[str, Any]], confs: Dict[str, str]) -> None:
-    """Compare with what the checkpoint was started with; record it the first time."""
-    path = os.path.join(checkpoint, STEPS_FILE)
+def check_checkpoint(store, checkpoint: str, steps: List[Dict[str, Any]],
+                     confs: Dict[str, str]) -> None:
+    """Compare with what the checkpoint was started with; record it the first
+    time. ``store`` is the session's storage (``storage_for(spark)``)."""
+    path = join_path(checkpoint, STEPS_FILE)
     current = {"steps": {s["step_id"]: s for s in steps}, "confs": confs}
-    if not os.path.exists(path):
-        os.makedirs(checkpoint, exist_ok=True)
-        with open(path, "w") as handle:
-            json.dump(current, handle, indent=2, sort_keys=True)
+    text = store.read_text(path)
+    if not text:
+        store.write_text(path, json.dumps(current, indent=2, sort_keys=True))
         return
-    with open(path) as handle:
-        saved = json.load(handle)
+    saved = json.loads(text)
     changes = describe_changes(saved, current)
     if changes:
         raise ConfigError(
@@ -87,7 +88,7 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     steps = steps_in(frame)
     spark = frame.sparkSession
     confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
-    check_checkpoint(checkpoint, steps, confs)
+    check_checkpoint(storage_for(spark), checkpoint, steps, confs)
     writer = frame.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if query_name:
         writer = writer.queryName(query_name)

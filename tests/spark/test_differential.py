@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparkwax as sw
-from sparkwax.engine.scripted import run_script_on_spark
+from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.testing import Batch, Crash, run, run_bounded
 from sparkwax.testing.reference import Accumulator, BatchCounter, SessionTracker
 from sparkwax.testing.strategies import micro_batches, timestamped_items

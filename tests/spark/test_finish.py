@@ -8,7 +8,7 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.engine.checkpoint import read_entries, state_summary
-from sparkwax.engine.scripted import run_script_on_spark
+from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.state_cli import state_command
 from sparkwax.testing import Batch, Crash, Eof, run
 from sparkwax.testing.reference import Accumulator

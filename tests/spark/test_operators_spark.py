@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 import sparkwax as sw
 import sparkwax.operators as ops
-from sparkwax.engine.scripted import run_script_on_spark
+from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.testing import Batch, Crash, run, run_bounded
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)

@@ -1,10 +1,17 @@
-"""Run an offline script (``sparkwax.testing`` steps) through a real streaming query.
+"""Play an offline script (``sparkwax.testing`` steps) through a real streaming query.
 
-Each ``Batch`` becomes one JSON file (modification times increasing, read with
-``maxFilesPerTrigger=1``, so one file is one micro-batch); ``Crash`` stops the
-query and starts a new one on the same checkpoint. Outputs are collected with
-``foreachBatch``. This is what the differential tests compare with the
+Test tooling that imports the engine (the engine never imports this
+package). Each ``Batch`` becomes one JSON file (modification times
+increasing, read with ``maxFilesPerTrigger=1``, so one file is one
+micro-batch); ``Crash`` stops the query and starts a new one on the same
+checkpoint. Every micro-batch's outputs are appended, with their batch id and
+position, to a Parquet folder through ``foreachBatch``, so the harness works
+the same on a classic session and over Spark Connect (where ``foreachBatch``
+runs on the server). This is what the differential tests compare with the
 offline runner, per key.
+
+Files are written to the local folder ``workdir``; ``uri`` is how Spark sees
+that folder (default: the folder itself), e.g. a ViewFS mount of it.
 
 >>> result = run_script_on_spark(spark, Counter, script,           # doctest: +SKIP
 ...                              input_schema="key string, ts timestamp, value long",
@@ -17,44 +24,41 @@ import datetime as dt
 import json
 import os
 import tempfile
-import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
-from ..testing.runner import RunResult
-from ..testing.script import Batch, Crash, Eof, Tick
+from ..engine.plan import stateful, stateful_batch
+from ..engine.storage import join_path
 from ..errors import ConfigError
-from .plan import stateful, stateful_batch
+from .runner import RunResult
+from .script import Batch, Crash, Eof, Tick
 
 _BASE_MTIME = 1_600_000_000
+_BATCH, _POSITION = "__sw_batch", "__sw_position"
 
 
 def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
                         output_schema: str, key: str = "key", time=None, order_by=None,
                         value: Optional[str] = None, batch: bool = False,
                         step_id: Optional[str] = None, workdir: Optional[str] = None,
-                        trigger: Optional[Dict[str, Any]] = None, host: str = "per_key",
-                        buckets: Optional[int] = None) -> RunResult:
+                        uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
+                        host: str = "per_key", buckets: Optional[int] = None) -> RunResult:
     """Outputs (with ``Row`` values turned into tuples) of the script on Spark."""
     workdir = workdir or tempfile.mkdtemp(prefix="sparkwax-script-")
-    source, checkpoint = os.path.join(workdir, "input"), os.path.join(workdir, "checkpoint")
+    uri = uri or workdir
+    source = os.path.join(workdir, "input")
     os.makedirs(source, exist_ok=True)
-    collected: List[tuple] = []
-    lock = threading.Lock()
+    checkpoint, sink = join_path(uri, "checkpoint"), join_path(uri, "outputs")
     files = 0
-
-    def sink(frame, batch_id):
-        rows = frame.collect()
-        with lock:
-            collected.extend((batch_id, position, row) for position, row in enumerate(rows))
 
     def start():
         stream = spark.readStream.schema(input_schema).option("maxFilesPerTrigger", 1) \
-            .json(source)
+            .json(join_path(uri, "input"))
         attach = stateful_batch if batch else stateful
         out = attach(stream, key=key, builder=builder, output_schema=output_schema, time=time,
                      order_by=order_by, value=value, step_id=step_id, host=host,
                      buckets=buckets)
-        writer = out.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+        writer = out.writeStream.foreachBatch(_appender(sink)) \
+            .option("checkpointLocation", checkpoint)
         if trigger:
             writer = writer.trigger(**trigger)
         return writer.start()
@@ -77,9 +81,33 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
         query.processAllAvailable()
     finally:
         query.stop()
+    return _collected(spark, sink)
+
+
+def _appender(sink: str):
+    """A foreachBatch function appending a batch's rows, numbered, to ``sink``.
+    It refers to pyspark only, so a Connect server runs it without sparkwax."""
+    def append(frame, batch_id):
+        from pyspark.sql import functions as F
+
+        frame.withColumn(_BATCH, F.lit(batch_id)) \
+            .withColumn(_POSITION, F.monotonically_increasing_id()) \
+            .write.mode("append").parquet(sink)
+    return append
+
+
+def _collected(spark, sink: str) -> RunResult:
+    from pyspark.errors import AnalysisException
+
     result = RunResult()
-    for batch_id, position, row in sorted(collected, key=lambda item: item[:2]):
-        values = tuple(_aware(v) for v in row)
+    try:
+        rows = spark.read.parquet(sink).orderBy(_BATCH, _POSITION).collect()
+    except AnalysisException as error:
+        if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
+            return result  # the query never ran a batch
+        raise
+    for row in rows:
+        values = tuple(_aware(v) for v in row)[:-2]
         result.outputs.append((values[0], values[1:]))
     return result
 
