@@ -14,8 +14,10 @@ $(STAMP): $(PY) setup.cfg pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
+# Spark Connect tests run in a second pytest process (tests/conftest.py says why).
 test: $(STAMP)
 	$(PY) -m pytest
+	SPARKWAX_CONNECT_TESTS=1 $(PY) -m pytest tests/connect
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not spark and not slow"

@@ -7,7 +7,10 @@ is consumed (trigger availableNow). Kill it at any point and start it again
 with the same arguments: it resumes from ``--checkpoint``.
 
     python examples/recovery_app.py --input in/ --output out/ --checkpoint ck/ \\
-        [--state-store hdfs|rocksdb] [--host per_key|packed]
+        [--state-store hdfs|rocksdb] [--host per_key|packed] [--conf KEY=VALUE ...]
+
+Paths may be any URI Spark can write to (``hdfs://``, ``s3a://``,
+``viewfs://``...); ``--conf`` passes the settings their file system needs.
 """
 
 import argparse
@@ -35,8 +38,11 @@ def main(argv=None) -> int:
     parser.add_argument("--state-store", default="hdfs", choices=["hdfs", "rocksdb"])
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--host", default="per_key", choices=["per_key", "packed"])
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
-    spark = sw.local_session(args.master, shuffle_partitions=2, state_store=args.state_store)
+    conf = dict(item.split("=", 1) for item in args.conf)
+    spark = sw.local_session(args.master, shuffle_partitions=2, state_store=args.state_store,
+                             conf=conf)
     query = (build(spark, args.input, args.host).writeStream.format("parquet")
              .option("path", args.output).option("checkpointLocation", args.checkpoint)
              .trigger(availableNow=True).start())

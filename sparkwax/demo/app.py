@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from ..errors import ConfigError, SparkwaxError
+from ..paths import join_path, scheme_of
 from ..timers import EPOCH, EventTime, duration_ms
 from . import clickstream
 from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
@@ -68,6 +69,7 @@ class DemoOptions:
     master: str = "local[*]"
     seed: int = DEFAULT_SEED
     format: str = "json"
+    remote: Optional[str] = None           # a Spark Connect server, e.g. "sc://host:15002"
 
 
 @dataclass
@@ -124,7 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "files the demo did not write (default: %(default)s)")
     parser.add_argument(
         "--checkpoint", default=None, metavar="DIR",
-        help="checkpoint folder of the two streaming queries (default: OUTPUT/checkpoints)")
+        help="checkpoint folder of the two streaming queries, a local path or any URI "
+             "Spark can write (hdfs://, s3a://...) (default: OUTPUT/checkpoints)")
     parser.add_argument(
         "--trigger", default=AVAILABLE_NOW, type=_trigger_text, metavar="WHEN",
         help="'available-now' (default: process every file, one per micro-batch, then stop) "
@@ -133,6 +136,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--master", default="local[*]", metavar="URL",
         help="Spark master URL (default: %(default)s, every core of this machine)")
+    parser.add_argument(
+        "--remote", default=None, metavar="sc://HOST:PORT",
+        help="run on a Spark Connect server instead of a local Spark (it must see the "
+             "output folder's path; the checkpoint may be any URI the server can write)")
     parser.add_argument(
         "--seed", type=int, default=DEFAULT_SEED,
         help="random seed of the generated clickstream (default: %(default)s)")
@@ -145,7 +152,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Entry point of ``sparkwax demo``."""
     options = DemoOptions(events=args.events, batches=args.batches, output=args.output,
                           checkpoint=args.checkpoint, trigger=args.trigger, master=args.master,
-                          seed=args.seed, format=args.format)
+                          seed=args.seed, format=args.format, remote=args.remote)
     try:
         run_demo(options)
     except (DemoError, ConfigError) as error:
@@ -199,11 +206,12 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
         raise DemoError(f"--events must be at least 100, got {options.events}")
     trigger = parse_trigger(options.trigger)
     output = os.path.abspath(options.output)
-    checkpoint = os.path.abspath(options.checkpoint or os.path.join(output, "checkpoints"))
+    checkpoint = options.checkpoint or os.path.join(output, "checkpoints")
+    checkpoint = checkpoint if scheme_of(checkpoint) else os.path.abspath(checkpoint)
     paths = {"input": os.path.join(output, "input"),
              "sessions": os.path.join(output, "sessions"),
              "alerts": os.path.join(output, "alerts")}
-    _prepare(output, checkpoint)
+    _prepare(output, output if scheme_of(checkpoint) else checkpoint)
 
     say = Printer(out)
     started = time.perf_counter()
@@ -220,9 +228,13 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
     from pyspark import SparkContext
 
     import sparkwax
+    from ..engine.storage import storage_for
 
-    owned = SparkContext._active_spark_context is None
-    if owned:
+    owned = options.remote is None and SparkContext._active_spark_context is None
+    if options.remote is not None:  # a Connect client session: the server outlives it
+        say(f"connecting to Spark Connect at {options.remote}...")
+        spark = sparkwax.local_session(remote=options.remote)
+    elif owned:
         say(f"starting Spark ({options.master})...")
         spark = sparkwax.local_session(options.master, conf=_QUIET_WORKERS)
     else:
@@ -234,10 +246,12 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
             f"; --master {options.master} is ignored")
         say(f"using the running SparkSession ({spark.sparkContext.master}{ignored})")
     try:
+        if scheme_of(checkpoint):
+            _prepare_checkpoint_uri(storage_for(spark), checkpoint)
         stream_started = time.perf_counter()
         queries = _start_queries(spark, paths, checkpoint, trigger, options.format)
         say(f"streaming with trigger {options.trigger!r}, watermark {WATERMARK}, "
-            f"master {spark.sparkContext.master}, "
+            f"master {_master(spark)}, "
             f"{spark.conf.get('spark.sql.shuffle.partitions')} state partitions")
         try:
             _follow(queries, trigger, say)
@@ -281,6 +295,27 @@ def _prepare(output: str, checkpoint: str) -> None:
             handle.write("written by 'sparkwax demo'; the next run clears this folder\n")
 
 
+def _prepare_checkpoint_uri(store, checkpoint: str) -> None:
+    """``_prepare`` for a checkpoint on a Hadoop file system, through Spark."""
+    marker = join_path(checkpoint, MARKER)
+    if store.exists(checkpoint) and store.list(checkpoint):
+        if not store.exists(marker):
+            raise DemoError(f"{checkpoint} is not empty and was not written by "
+                            "'sparkwax demo'; choose another folder")
+        for name in QUERIES:
+            store.delete(join_path(checkpoint, name))
+    store.write_text(marker, "written by 'sparkwax demo'; the next run clears this folder")
+
+
+def _master(spark) -> str:
+    """The master URL, or the Connect server's (a Connect client has no SparkContext)."""
+    from ..engine.storage import is_connect
+
+    if is_connect(spark):
+        return f"{spark.conf.get('spark.master', '?')} via Spark Connect"
+    return spark.sparkContext.master
+
+
 def _event_span(events: Sequence[dict]):
     times = [e["ts"] for e in events]
     return min(times), max(times)
@@ -309,7 +344,7 @@ def _start_queries(spark, paths, checkpoint, trigger, fmt):
             started[name] = (frame.writeStream.format("parquet")
                              .queryName(f"sparkwax_demo_{name}")
                              .option("path", paths[name])
-                             .option("checkpointLocation", os.path.join(checkpoint, name))
+                             .option("checkpointLocation", join_path(checkpoint, name))
                              .outputMode("append")
                              .trigger(**trigger)
                              .start())
@@ -403,7 +438,7 @@ def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
     report.revenue = float(row["revenue"] or 0.0)
 
     report.open_sessions = report.queries["sessions"].state_rows
-    snapshots = _state_snapshots(spark, os.path.join(checkpoint, "sessions"), "sessions")
+    snapshots = _state_snapshots(spark, join_path(checkpoint, "sessions"), "sessions")
     if snapshots is not None:
         report.open_sessions = len(snapshots)
         report.open_events = sum(s[2] for s in snapshots)

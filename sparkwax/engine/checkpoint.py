@@ -21,7 +21,8 @@ from ..timers import EventTime, ProcessingTime, from_epoch_ms
 from .bucket import Bucket
 from .columns import plain_key
 from .outputs import OutputBuilder
-from .plan import _parse_schema
+from .plan import _parse_schema, parse_ddl
+from .shipping import ship_function
 from .start import STEPS_FILE
 from .storage import filesystem_error, join_path, storage_for
 
@@ -165,8 +166,6 @@ def _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema,
 
 
 def _packed_key_type(spark, checkpoint, key_schema, step_id):
-    from pyspark.sql import types as T
-
     if key_schema is None:
         text = storage_for(spark).read_text(join_path(checkpoint, STEPS_FILE))
         steps = json.loads(text).get("steps", {}) if text else {}
@@ -175,7 +174,7 @@ def _packed_key_type(spark, checkpoint, key_schema, step_id):
                               "(e.g. \"user string\"); start the query with sparkwax.start() "
                               "to have it recorded in the checkpoint")
         key_schema = next(iter(steps.values()))["key"]
-    return T.StructType.fromDDL(key_schema)
+    return parse_ddl(spark, key_schema)
 
 
 def last_watermark_ms(spark, checkpoint: str) -> int:
@@ -241,7 +240,7 @@ def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
 
     flat = frame.select(*[F.col(f"key.`{n}`").alias(n) for n in key_names],
                         F.col("value.groupState.snapshot").alias(_BLOB))
-    return flat.mapInPandas(end_keys, schema=out_schema)
+    return flat.mapInPandas(ship_function(spark, end_keys), schema=out_schema)
 
 
 def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0,

@@ -22,8 +22,9 @@ from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
 from .host import EVENT, NO_TIMEOUT, PROCESSING, BoundedHost, StreamingHost
 from .outputs import OutputBuilder
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
-from .shipping import ensure_shipped
+from .shipping import ship_function
 from .start import STEP_METADATA
+from .storage import is_connect
 
 STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
                              T.StructField("timer", T.LongType(), True)])
@@ -96,8 +97,8 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     if not value_names:
         raise ConfigError(f"step {step_id!r}: no value columns left besides the key {keys}")
 
-    ensure_shipped(df.sparkSession)
     driver = Driver(builder, step_id=step_id, batch=batch)
+    spark = df.sparkSession
     projected = _project(df, keys, value_names, order, fields, time)
     event_source = {time.column: _EVENT_US} if event else {}
     layout = InputLayout(
@@ -118,27 +119,27 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         if not df.isStreaming:
             function = PackedBoundedHost(driver, layout, outputs, keys, delay)
             return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
-                _as_function(function), schema=out_schema)
+                _as_function(function, spark), schema=out_schema)
         if event:
             projected = projected.withWatermark(time.column, time.spark_delay)
         timeout = _timeout(builder, driver, time, step_id)
         function = PackedHost(driver, layout, outputs, timeout, keys, buckets, time.kind)
         result = projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandasWithState(
-            _as_function(function), outputStructType=out_schema,
+            _as_function(function, spark), outputStructType=out_schema,
             stateStructType=PACKED_STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
         state = f"packed/1 buckets={buckets}"
         return _describe(result, _step_description(step_id, keys, fields, schema, time,
                                                    timeout, state))
     if not df.isStreaming:
         function = BoundedHost(driver, layout, outputs, delay, single)
-        return projected.groupBy(*grouped_on).applyInPandas(_as_function(function),
+        return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
     if event:
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = _timeout(builder, driver, time, step_id)
     function = StreamingHost(driver, layout, outputs, timeout, single)
     result = projected.groupBy(*grouped_on).applyInPandasWithState(
-        _as_function(function), outputStructType=out_schema, stateStructType=STATE_SCHEMA,
+        _as_function(function, spark), outputStructType=out_schema, stateStructType=STATE_SCHEMA,
         outputMode="append", timeoutConf=timeout)
     return _describe(result, _step_description(step_id, keys, fields, schema, time, timeout,
                                                "per_key/1"))
@@ -174,16 +175,17 @@ def _describe(frame: DataFrame, description: dict) -> DataFrame:
                           for name in frame.columns])
 
 
-def _as_function(host):
-    """PySpark inspects the function's signature: hand it a plain function."""
+def _as_function(host, spark):
+    """PySpark inspects the function's signature: hand it a plain function,
+    with sparkwax shipped to ``spark``'s workers."""
     if isinstance(host, (BoundedHost, PackedBoundedHost)):
         def run_bounded_group(key, frame):
             return host(key, frame)
-        return run_bounded_group
+        return ship_function(spark, run_bounded_group)
 
     def run_streaming_group(key, frames, state):
         return host(key, frames, state)
-    return run_streaming_group
+    return ship_function(spark, run_streaming_group)
 
 
 def _project(df, keys, value_names, order, fields, time):
@@ -232,7 +234,7 @@ def _parse_schema(df, schema, step_id: str) -> T.StructType:
         return schema
     if isinstance(schema, str):
         try:
-            parsed = T.StructType.fromDDL(schema)
+            parsed = parse_ddl(df.sparkSession, schema)
         except Exception as error:
             raise ConfigError(f"step {step_id!r}: cannot parse output_schema {schema!r}: "
                               f"{error}") from None
@@ -240,6 +242,14 @@ def _parse_schema(df, schema, step_id: str) -> T.StructType:
             return parsed
     raise ConfigError(f"step {step_id!r}: output_schema must be a DDL string or a StructType, "
                       f"got {schema!r}")
+
+
+def parse_ddl(spark, ddl: str) -> T.StructType:
+    """``"a long, b string"`` as a StructType, parsed by ``spark`` (a Spark
+    Connect client has no local parser: the server parses it)."""
+    if is_connect(spark):
+        return spark.createDataFrame([], ddl).schema
+    return T.StructType.fromDDL(ddl)
 
 
 def _require_columns(step_id: str, role: str, names, fields) -> None:

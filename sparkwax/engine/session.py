@@ -19,6 +19,7 @@ from typing import Dict, Optional
 
 from ..errors import ConfigError
 
+_HADOOP_PREFIX = "spark.hadoop."
 STATE_STORES = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
@@ -87,6 +88,9 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
+    for name, value in settings.items():  # a running session ignores new spark.hadoop.*
+        if name.startswith(_HADOOP_PREFIX):  # confs; Hadoop's own key applies per session
+            spark.conf.set(name[len(_HADOOP_PREFIX):], value)
     spark.sparkContext.setLogLevel(log_level)
     return spark
 
@@ -96,12 +100,21 @@ def connect_session(remote: str, *, app_name: str = "sparkwax",
                     state_store: Optional[str] = None, conf: Optional[Dict[str, str]] = None):
     """A Spark Connect session to ``remote`` with sparkwax's session defaults.
     Static settings (UI, driver options) belong to the server and are left alone."""
+    from pyspark.sql import SparkSession
+
     try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
+        import pyspark.sql.connect.session  # noqa: F401  (the client's dependencies)
     except ImportError as error:
         raise ConfigError(f"Spark Connect needs the client's dependencies "
                           f"(pip install 'sparkwax[connect]'): {error}") from error
-    spark = ConnectSession.builder.remote(remote).appName(app_name).getOrCreate()
+    try:  # pyspark's own entry: it also puts this process in Connect mode
+        spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+    except Exception as error:
+        if "SparkContext" not in str(error) and "regular Spark" not in str(error):
+            raise
+        raise ConfigError(f"cannot connect to {remote}: this process already runs a classic "
+                          f"SparkSession, and pyspark runs one kind per process "
+                          f"({error})") from error
     settings = {"spark.sql.execution.arrow.pyspark.enabled": "true",
                 "spark.sql.session.timeZone": "UTC"}
     cores = shuffle_partitions or _server_cores(spark)

@@ -6,7 +6,9 @@ When sparkwax is not installed on the cluster, the engine zips the package
 the driver runs (once per process, deterministic bytes, named by content
 hash) and adds it to the job with ``SparkContext.addPyFile`` (once per
 SparkContext), or, on a Spark Connect session, with
-``SparkSession.addArtifacts(zip, pyfile=True)`` (once per session). Spark puts shipped zips ahead of site-packages on the workers,
+``SparkSession.addArtifacts(zip, pyfile=True)`` (once per session) and, since
+Spark does not hand session artifacts to a streaming query's workers, inside
+each step's function (``ship_function``, ``carrier.py``). Spark puts shipped zips ahead of site-packages on the workers,
 so executors run exactly the driver's sparkwax even where another version is
 installed.
 
@@ -40,7 +42,7 @@ import os
 import sys
 import tempfile
 import zipfile
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ConfigError
 
@@ -58,6 +60,7 @@ _ATTRIBUTE = "_sparkwax_shipped"
 log = logging.getLogger("sparkwax.shipping")
 _built: Dict[str, Tuple[tuple, str]] = {}  # package dir -> (fingerprint, zip path)
 _connect_shipped: Dict[object, str] = {}  # Connect session id -> zip path ("" = not shipped)
+_zip_bytes: Dict[str, bytes] = {}          # zip path -> its bytes, for carried functions
 
 
 def package_dir() -> str:
@@ -157,8 +160,16 @@ def is_local_master(master: Optional[str]) -> bool:
 
 
 def ship_decision(master: Optional[str], conf_value: Optional[str],
-                  env_value: Optional[str], included: Iterable[str] = ()) -> Tuple[bool, str]:
-    """Whether to ship, and why (for the log)."""
+                  env_value: Optional[str], included: Iterable[str] = (), *,
+                  connect: bool = False) -> Tuple[bool, str]:
+    """Whether to ship, and why (for the log). ``connect``: a Spark Connect
+    session, whose server runs Python workers of its own whatever its master.
+
+    >>> ship_decision(None, None, None, connect=True)
+    (True, "Spark Connect: the server's Python workers are not this interpreter")
+    >>> ship_decision(None, "false", None, connect=True)
+    (False, 'spark.sparkwax.ship=false')
+    """
     if any(_is_sparkwax_zip(name) for name in included):
         return False, "a sparkwax zip is already in the job's Python files"
     if conf_value is not None and str(conf_value).strip() != "":
@@ -169,7 +180,7 @@ def ship_decision(master: Optional[str], conf_value: Optional[str],
         return False, f"{source}=false"
     if setting == "true":
         return True, f"{source}=true"
-    if master == "spark connect":
+    if connect:
         return True, "Spark Connect: the server's Python workers are not this interpreter"
     if is_local_master(master):
         return False, f"master {master} runs Python workers with the driver's interpreter"
@@ -202,13 +213,29 @@ def ensure_shipped(spark) -> Optional[str]:
     return path
 
 
+def ship_function(spark, function: Callable) -> Callable:
+    """``function`` (a step's pandas function) as ``spark``'s workers need it:
+    sparkwax shipped first (``ensure_shipped``), and over Spark Connect the zip
+    carried inside the function (``carrier.carry``: Spark does not put session
+    artifacts on the path of a streaming query's workers)."""
+    path = ensure_shipped(spark)
+    if path is None or getattr(spark, "_sc", None) is not None:
+        return function
+    from .carrier import carry
+
+    if path not in _zip_bytes:
+        with open(path, "rb") as handle:
+            _zip_bytes[path] = handle.read()
+    return carry(function, zip_bytes=_zip_bytes[path], zip_name=os.path.basename(path))
+
+
 def _ship_to_connect(spark) -> Optional[str]:
     """ensure_shipped for a Spark Connect session: an artifact, once per session."""
     session_id = getattr(spark, "session_id", None) or id(spark)
     if session_id in _connect_shipped:
         return _connect_shipped[session_id] or None
-    ship, reason = ship_decision("spark connect", spark.conf.get(CONF_KEY, None),
-                                 os.environ.get(ENV_KEY))
+    ship, reason = ship_decision(None, spark.conf.get(CONF_KEY, None),
+                                 os.environ.get(ENV_KEY), connect=True)
     if not ship:
         log.info("not shipping sparkwax: %s", reason)
         _connect_shipped[session_id] = ""
@@ -273,7 +300,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 __all__ = ["CONF_KEY", "ENV_KEY", "build_zip", "cache_dir", "ensure_shipped", "is_local_master",
-           "package_files", "parse_setting", "ship_decision", "zip_bytes"]
+           "package_files", "parse_setting", "ship_decision", "ship_function", "zip_bytes"]
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from ..errors import ConfigError
+from ..paths import join_path, scheme_of
 
 CLEARED_MARKER = "cleared by sparkwax"
 
@@ -69,12 +70,6 @@ def missing_filesystem_hint(scheme: str) -> str:
             f"(--jars/--packages) and its fs.{scheme}.impl setting")
 
 
-def scheme_of(path: str) -> str:
-    """``"hdfs"`` for ``hdfs://nn/x``, ``""`` for a path without a scheme."""
-    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
-    return match.group(1) if match and len(match.group(1)) > 1 else ""
-
-
 def filesystem_error(path: str, error: BaseException) -> Optional[ConfigError]:
     """A ConfigError naming the scheme when ``error`` says Spark has no file
     system for ``path``'s scheme, else None."""
@@ -84,15 +79,6 @@ def filesystem_error(path: str, error: BaseException) -> Optional[ConfigError]:
     scheme = scheme_of(path) or "(default)"
     return ConfigError(f"Spark has no file system for scheme {scheme!r} (path {path!r}): "
                        f"add {missing_filesystem_hint(scheme)}")
-
-
-def join_path(folder: str, name: str) -> str:
-    """``folder/name`` for URIs and plain paths alike (never ``os.path``).
-
-    >>> join_path("hdfs://nn:8020/ck/", "offsets")
-    'hdfs://nn:8020/ck/offsets'
-    """
-    return f"{folder.rstrip('/')}/{name}"
 
 
 def is_connect(spark) -> bool:

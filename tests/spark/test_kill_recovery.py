@@ -1,12 +1,14 @@
 """Exactly-once state and output through SIGKILL of the driver, on both state
-stores and both hosts (HDFS-backed with the per-key host, RocksDB with the
-packed host).
+stores and both hosts (HDFS-backed with the per-key host on local paths,
+RocksDB with the packed host with input, output and checkpoint on a ViewFS
+mount, which only Spark's file system can open).
 
 The job (examples/recovery_app.py) runs in its own process group; it is killed
 with SIGKILL at randomly chosen micro-batches, restarted on the same checkpoint,
 and the final output rows and final state must equal an uninterrupted run's
 and the offline runner's."""
 
+import hashlib
 import json
 import os
 import random
@@ -79,11 +81,28 @@ def _batches_spark_ran(checkpoint: Path, files: list) -> list:
     return script
 
 
+def _table(tmp: Path) -> str:
+    return "kill" + hashlib.sha1(str(tmp).encode()).hexdigest()[:8]  # a host name: no "_"
+
+
+def _mount(tmp: Path) -> dict:
+    return {f"spark.hadoop.fs.viewfs.mounttable.{_table(tmp)}.link./data": f"file://{tmp}"}
+
+
+def _location(tmp: Path, store: str, relative: str) -> str:
+    """How the job sees ``tmp/relative``: a local path, or through the ViewFS mount."""
+    return f"viewfs://{_table(tmp)}/data/{relative}" if store.endswith("viewfs") \
+        else str(tmp / relative)
+
+
 def _start(tmp: Path, name: str, store: str) -> subprocess.Popen:
-    store, host = store.split("/")
+    backend, host = store.split("/")[:2]
+    confs = [arg for key, value in _mount(tmp).items() for arg in ("--conf", f"{key}={value}")]
     return subprocess.Popen(
-        [sys.executable, str(APP), "--input", str(tmp / "in"), "--output", str(tmp / name / "out"),
-         "--checkpoint", str(tmp / name / "ck"), "--state-store", store, "--host", host],
+        [sys.executable, str(APP), "--input", _location(tmp, store, "in"),
+         "--output", _location(tmp, store, f"{name}/out"),
+         "--checkpoint", _location(tmp, store, f"{name}/ck"), "--state-store", backend,
+         "--host", host, *confs],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
 
 
@@ -125,17 +144,19 @@ def _run_with_kills(tmp: Path, name: str, store: str, rng: random.Random) -> lis
     return done_at
 
 
-def _outputs(spark, folder: Path) -> Counter:
-    return Counter(tuple(row) for row in spark.read.parquet(str(folder)).collect())
+def _outputs(spark, folder: str) -> Counter:
+    return Counter(tuple(row) for row in spark.read.parquet(folder).collect())
 
 
-def _state(spark, checkpoint: Path) -> dict:
-    return {e.key: (e.snapshot, e.timer) for e in read_entries(spark, str(checkpoint))}
+def _state(spark, checkpoint: str) -> dict:
+    return {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("store", ["hdfs/per_key", "rocksdb/packed"])
+@pytest.mark.parametrize("store", ["hdfs/per_key", "rocksdb/packed/viewfs"])
 def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, store):
+    for key, value in _mount(tmp_path).items():  # the shared session reads the state there
+        spark.conf.set(key[len("spark.hadoop."):], value)
     rng = random.Random(f"kill-{store.split('/')[0]}")
     files = _make_input(tmp_path / "in", rng)
     _run_to_end(tmp_path, "calm", store)
@@ -148,9 +169,9 @@ def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, st
             assert sum(len(step.items) for step in ran if isinstance(step, Batch)) == \
                 sum(len(items) for items in files), f"{name}: every input row in one batch"
             offline = run(Accumulator, ran, time=TIME)
-            outputs = _outputs(spark, tmp_path / name / "out")
+            outputs = _outputs(spark, _location(tmp_path, store, f"{name}/out"))
             assert outputs == Counter((key, *value) for key, value in offline.outputs), name
-            state = _state(spark, tmp_path / name / "ck")
+            state = _state(spark, _location(tmp_path, store, f"{name}/ck"))
             assert {k: v[0] for k, v in state.items()} == offline.snapshots, name
             results[name] = (ran, outputs, state)
         if results["killed"][0] == results["calm"][0]:  # Spark cut the batches the same way

@@ -128,3 +128,12 @@ def test_module_entry_point_prints_the_zip_path(cache, tmp_path, capsys):
     assert shipping.main(["--dir", str(tmp_path)]) == 0
     printed = capsys.readouterr().out.strip()
     assert os.path.dirname(printed) == str(tmp_path) and zipfile.is_zipfile(printed)
+
+
+def test_spark_connect_ships_by_default_whatever_the_master():
+    from sparkwax.engine.shipping import ship_decision
+
+    assert ship_decision("local[2]", None, None, connect=True)[0] is True
+    assert ship_decision("local[2]", None, None)[0] is False
+    assert ship_decision(None, "false", None, connect=True) == (False, "spark.sparkwax.ship=false")
+    assert ship_decision(None, None, "never", connect=True)[0] is False

@@ -1,0 +1,29 @@
+"""Paths as Spark sees them: URIs (``hdfs://nn/ck``, ``s3a://b/ck``, ``file:/x``)
+or plain paths, which Spark resolves against its default file system. Pure
+string work, never the local file functions (no pyspark import either).
+
+>>> join_path("hdfs://nn:8020/ck/", "offsets")
+'hdfs://nn:8020/ck/offsets'
+>>> scheme_of("s3a://bucket/ck"), scheme_of("/data/ck"), scheme_of("C:/data")
+('s3a', '', '')
+"""
+
+from __future__ import annotations
+
+import re
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def scheme_of(path: str) -> str:
+    """The URI scheme of ``path``, ``""`` for a plain path (or a drive letter)."""
+    match = _SCHEME.match(path)
+    return match.group(1) if match and len(match.group(1)) > 1 else ""
+
+
+def join_path(folder: str, name: str) -> str:
+    """``folder/name`` for URIs and plain paths alike."""
+    return f"{folder.rstrip('/')}/{name}"
+
+
+__all__ = ["join_path", "scheme_of"]

@@ -1,0 +1,60 @@
+"""Checkpoint paths are URIs handled by Spark: string rules, error mapping, and
+a guard that no module touching checkpoints uses Python's file functions."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sparkwax.errors import ConfigError
+from sparkwax.paths import join_path, scheme_of
+
+REPO = Path(__file__).resolve().parents[2]
+# Every module that reads or writes next to a checkpoint or a sink.
+CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/start.py",
+                      "sparkwax/engine/storage.py", "sparkwax/state_cli.py",
+                      "sparkwax/paths.py"]
+
+
+@pytest.mark.parametrize("path, scheme", [
+    ("hdfs://nn:8020/ck", "hdfs"), ("s3a://bucket/ck", "s3a"), ("dbfs:/ck", "dbfs"),
+    ("file:///tmp/ck", "file"), ("viewfs://cluster/data", "viewfs"), ("/data/ck", ""),
+    ("relative/ck", ""), ("C:/data/ck", ""),
+])
+def test_scheme_of(path, scheme):
+    assert scheme_of(path) == scheme
+
+
+def test_join_path_keeps_the_uri():
+    assert join_path("s3a://bucket/ck/", "offsets") == "s3a://bucket/ck/offsets"
+    assert join_path("/data/ck", "commits") == "/data/ck/commits"
+
+
+@pytest.mark.parametrize("message, scheme, hint", [
+    ('org.apache.hadoop.fs.UnsupportedFileSystemException: No FileSystem for scheme "gs"',
+     "gs", "gcs-connector"),
+    ("java.lang.RuntimeException: java.lang.ClassNotFoundException: Class "
+     "org.apache.hadoop.fs.s3a.S3AFileSystem not found", "s3a", "hadoop-aws"),
+    ('No FileSystem for scheme "dbfs"', "dbfs", "Databricks"),
+    ('No FileSystem for scheme "weird"', "weird", "fs.weird.impl"),
+])
+def test_a_missing_file_system_becomes_a_config_error_naming_the_scheme(message, scheme, hint):
+    from sparkwax.engine.storage import filesystem_error
+
+    error = filesystem_error(f"{scheme}://somewhere/ck", RuntimeError(message))
+    assert isinstance(error, ConfigError)
+    assert f"scheme {scheme!r}" in str(error) and hint in str(error)
+
+
+def test_other_errors_are_left_alone():
+    from sparkwax.engine.storage import filesystem_error
+
+    assert filesystem_error("hdfs://nn/ck", RuntimeError("Permission denied")) is None
+
+
+@pytest.mark.parametrize("module", CHECKPOINT_MODULES)
+def test_no_python_file_calls_where_checkpoints_are_handled(module):
+    source = (REPO / module).read_text()
+    found = re.findall(r"\b(os\.(?:path|listdir|makedirs|remove|replace|walk|stat)\w*|"
+                       r"(?<![\w.])open\(|shutil\.\w+|(?<![\w.])Path\()", source)
+    assert found == [], f"{module} touches files with Python: {found}"
