@@ -177,7 +177,7 @@ def test_operator_helpers_over_connect(remote):
         [("o1", 30.0, 20), ("o2", 12.5, 13)]
     rules = ops.rules_from(remote.createDataFrame([("large", 20.0)], "rule string, bound double"),
                            key="rule")
-    assert rules.get() == {"large": {"bound": 20.0}}
+    assert rules.get() == {"large": {"rule": "large", "bound": 20.0}}
 
 
 def test_demo_over_connect(remote, connect_url, tmp_path, capsys):
