@@ -3,8 +3,10 @@
 Reads ``--input`` (one file per micro-batch), runs the reference Accumulator
 logic per key in EventTime mode, writes Parquet to ``--output`` through
 Spark's file sink (exactly-once with the checkpoint) and stops when the input
-is consumed (trigger availableNow). Kill it at any point and start it again
-with the same arguments: it resumes from ``--checkpoint``.
+is consumed (trigger availableNow), or, with ``--trigger "1 second"``, runs
+until Ctrl-C/SIGTERM, which stop it between micro-batches. Kill it at any
+point and start it again with the same arguments: it resumes from
+``--checkpoint``. ``--progress`` prints a line per micro-batch.
 
     python examples/recovery_app.py --input in/ --output out/ --checkpoint ck/ \\
         [--state-store hdfs|rocksdb] [--host per_key|packed] [--conf KEY=VALUE ...]
@@ -39,13 +41,18 @@ def main(argv=None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--host", default="per_key", choices=["per_key", "packed"])
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--trigger", default="available-now",
+                        help="available-now (default) or an interval, e.g. '1 second'")
+    parser.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)
     conf = dict(item.split("=", 1) for item in args.conf)
     spark = sw.local_session(args.master, shuffle_partitions=2, state_store=args.state_store,
                              conf=conf)
-    query = (build(spark, args.input, args.host).writeStream.format("parquet")
-             .option("path", args.output).option("checkpointLocation", args.checkpoint)
-             .trigger(availableNow=True).start())
+    trigger = ({"availableNow": True} if args.trigger == "available-now"
+               else {"processingTime": args.trigger})
+    query = sw.start(build(spark, args.input, args.host), checkpoint=args.checkpoint,
+                     path=args.output, trigger=trigger, progress=args.progress,
+                     query_name="accumulate")
     query.awaitTermination()
     print("done", flush=True)
     return 0

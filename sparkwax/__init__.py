@@ -13,6 +13,7 @@ from .errors import (BuilderError, CallbackError, ConfigError, InputError, Logic
                      SparkwaxError)
 from ._driver import now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
+from .progress import follow
 from .timers import EventTime, ProcessingTime
 
 __version__ = "0.1.0"
@@ -28,7 +29,7 @@ __all__ = sorted([
     "Builder", "BuilderError", "CallbackError", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", "now", *_EXPORTED_ENGINE,
+    "StatefulLogic", "follow", "now", *_EXPORTED_ENGINE,
 ])
 
 

@@ -37,7 +37,8 @@ from ..paths import join_path, scheme_of
 from ..timers import EPOCH, EventTime, duration_ms
 from . import clickstream
 from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
-from .report import Printer, ProgressLines, print_summary
+from ..progress import Follower
+from .report import Printer, print_summary
 
 DEFAULT_OUTPUT = "./sparkwax-demo-out"
 DEFAULT_EVENTS = 200_000
@@ -357,7 +358,7 @@ def _start_queries(spark, paths, checkpoint, trigger, fmt):
 
 def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer) -> None:
     """Print progress until the queries have consumed the input."""
-    lines = ProgressLines(queries, say)
+    lines = Follower(queries, lambda line: say("  " + line))
     done = threading.Event()
     failure: List[BaseException] = []
     if "processingTime" in trigger:

@@ -23,37 +23,6 @@ class Printer:
         self.out.flush()
 
 
-class ProgressLines:
-    """One line per finished micro-batch of each query."""
-
-    def __init__(self, queries, say):
-        self.queries = queries
-        self.say = say
-        self.seen = {name: -1 for name in queries}
-        self.width = max(len(name) for name in queries)
-
-    def poll(self) -> None:
-        for name, query in self.queries.items():
-            for progress in query.recentProgress:
-                batch = int(progress["batchId"])
-                if batch <= self.seen[name]:
-                    continue
-                self.seen[name] = batch
-                self.say(self.format(name, progress))
-
-    def format(self, name: str, progress: dict) -> str:
-        rows = int(progress.get("numInputRows") or 0)
-        rate = float(progress.get("processedRowsPerSecond") or 0.0)
-        state = sum(int(op.get("numRowsTotal") or 0) for op in progress.get("stateOperators", []))
-        seconds = int((progress.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
-        watermark = (progress.get("eventTime") or {}).get("watermark", "")
-        shown = watermark[:19].replace("T", " ") if watermark and not watermark.startswith(
-            "1970") else "-" * 19
-        what = f"{rows:>7,} rows {rate:>8,.0f} rows/s" if rows else f"{'no data: timers':>28}"
-        return (f"  {name:<{self.width}}  batch {int(progress['batchId']):>3}  {what}  "
-                f"state {state:>6,} rows  watermark {shown}  {seconds:5.1f} s")
-
-
 def print_summary(report, say: Printer, watermark: str) -> None:
     """The end-of-demo table (``report`` is a DemoReport)."""
     say()

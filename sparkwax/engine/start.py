@@ -17,6 +17,7 @@ import json
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import ConfigError
+from ..progress import follow, stop_on_signals
 from .storage import join_path, storage_for
 
 STEP_METADATA = "sparkwax.step"
@@ -77,13 +78,20 @@ def describe_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> List[str
 def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
           trigger: Optional[Dict[str, Any]] = None, output_mode: str = "append",
           foreach_batch: Optional[Callable] = None, query_name: Optional[str] = None,
-          options: Optional[Dict[str, str]] = None):
+          options: Optional[Dict[str, str]] = None, progress: bool = False,
+          stop_on_signal: bool = True):
     """Start ``frame`` as a streaming query on ``checkpoint`` after checking it.
 
     Writes to ``path`` in ``format`` (default Parquet, Spark's exactly-once
     file sink) or calls ``foreach_batch(batch_frame, batch_id)``. With a
     ProcessingTime step and no ``trigger``, a 1 second processing-time trigger
     is set (Spark's default trigger would run no-data batches back to back).
+    ``trigger`` takes ``DataStreamWriter.trigger``'s keywords, e.g.
+    ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``.
+    ``progress=True`` prints a line per micro-batch to stderr
+    (``sparkwax.progress.follow``). With ``stop_on_signal`` (default), Ctrl-C
+    or SIGTERM stops the query between micro-batches, with one line saying so
+    (when called from the main thread).
     """
     steps = steps_in(frame)
     spark = frame.sparkSession
@@ -100,8 +108,14 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     if trigger:
         writer = writer.trigger(**trigger)
     if foreach_batch is not None:
-        return writer.foreachBatch(foreach_batch).start()
-    if path is None and format not in ("console", "memory", "noop"):
-        raise ConfigError(f"start needs path= for the {format!r} sink (or foreach_batch=)")
-    writer = writer.format(format)
-    return writer.start(path) if path is not None else writer.start()
+        query = writer.foreachBatch(foreach_batch).start()
+    else:
+        if path is None and format not in ("console", "memory", "noop"):
+            raise ConfigError(f"start needs path= for the {format!r} sink (or foreach_batch=)")
+        writer = writer.format(format)
+        query = writer.start(path) if path is not None else writer.start()
+    if progress:
+        follow(query)
+    if stop_on_signal:
+        stop_on_signals(query)
+    return query

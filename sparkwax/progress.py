@@ -1,0 +1,200 @@
+"""Progress of streaming queries: one line per micro-batch, and clean stops.
+
+``follow(queries)`` prints a line per finished micro-batch of each query
+(batch id, input rows, rows/s, rows Spark dropped as late, state rows,
+watermark, duration), read from Spark's own ``StreamingQueryProgress``, to
+stderr: through rich on an interactive terminal, plain text otherwise.
+``stop_on_signals(queries)`` makes Ctrl-C (SIGINT) and SIGTERM stop the
+queries between micro-batches with one line saying how to resume; a second
+signal stops at once. ``sw.start(..., progress=True)`` does both.
+
+This module does not import pyspark: it reads the progress dictionaries.
+
+>>> print(progress_line("sessions", {"batchId": 3, "numInputRows": 1200,
+...     "processedRowsPerSecond": 2400.0, "durationMs": {"triggerExecution": 500},
+...     "stateOperators": [{"numRowsTotal": 42, "numRowsDroppedByWatermark": 5}],
+...     "eventTime": {"watermark": "2024-01-01T00:10:00.000Z"}}))
+sessions  batch   3     1,200 rows     2,400 rows/s  late 5  state 42 rows  watermark 2024-01-01 00:10:00  0.5 s
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, Mapping, Optional, TextIO
+
+Say = Callable[[str], None]
+
+
+def progress_line(name: str, progress: Mapping[str, Any], width: int = 0) -> str:
+    """One line for one micro-batch's progress (a ``StreamingQueryProgress``)."""
+    rows = int(progress.get("numInputRows") or 0)
+    rate = float(progress.get("processedRowsPerSecond") or 0.0)
+    operators = progress.get("stateOperators") or []
+    state = sum(int(op.get("numRowsTotal") or 0) for op in operators)
+    late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators)
+    seconds = int((progress.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
+    watermark = (progress.get("eventTime") or {}).get("watermark", "")
+    shown = watermark[:19].replace("T", " ") if watermark and not watermark.startswith(
+        "1970") else "-" * 19
+    what = (f"{rows:>8,} rows {rate:>9,.0f} rows/s" if rows
+            else f"{'no data (timers)':>30}")
+    return (f"{name:<{width}}  batch {int(progress['batchId']):>3}  {what}  late {late}  "
+            f"state {state:,} rows  watermark {shown}  {seconds:.1f} s")
+
+
+def printer(out: Optional[TextIO] = None) -> Say:
+    """A line printer: rich's console on an interactive terminal, else plain lines."""
+    out = out or sys.stderr
+    if out.isatty():
+        try:
+            from rich.console import Console
+
+            console = Console(file=out, highlight=False, soft_wrap=True)
+            return lambda line: console.print(line, markup=False)
+        except ImportError:  # rich is optional for the engine
+            pass
+
+    def say(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+    return say
+
+
+def query_name(query) -> str:
+    """A query's name, or its id's first 8 characters."""
+    return query.name or str(query.id)[:8]
+
+
+class Follower:
+    """Prints each new micro-batch of ``queries`` (name -> query) once."""
+
+    def __init__(self, queries: Dict[str, Any], say: Optional[Say] = None):
+        self.queries = queries
+        self.say = say or printer()
+        self.seen = {name: -1 for name in queries}
+        self.width = max((len(name) for name in queries), default=0)
+
+    def poll(self) -> None:
+        for name, query in self.queries.items():
+            for progress in query.recentProgress:
+                batch = int(progress["batchId"])
+                if batch > self.seen[name]:
+                    self.seen[name] = batch
+                    self.say(progress_line(name, progress, self.width))
+
+
+def follow(queries, *, say: Optional[Say] = None, interval: float = 0.2) -> threading.Thread:
+    """Print progress lines in a daemon thread until every query has stopped.
+
+    ``queries``: one query, a list, or a ``{name: query}`` dict."""
+    named = _named(queries)
+    follower = Follower(named, say)
+
+    def loop():
+        while any(q.isActive for q in named.values()):
+            follower.poll()
+            time.sleep(interval)
+        follower.poll()
+
+    thread = threading.Thread(target=loop, name="sparkwax-progress", daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float = 60.0,
+                    signals=(signal.SIGINT, signal.SIGTERM)) -> bool:
+    """Stop ``queries`` between micro-batches on SIGINT/SIGTERM (main thread
+    only; returns False elsewhere). The previous handlers come back once the
+    queries have stopped (a signal then goes to them); a second signal stops
+    the queries at once."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    named = _named(queries)
+    say = say or printer()
+    previous = {number: signal.getsignal(number) for number in signals}
+    stopping, done = threading.Event(), threading.Event()
+
+    def stop_between_batches(reason: str):
+        deadline = time.monotonic() + wait_seconds
+        for name, query in named.items():
+            running = _last_batch(query)  # wait for the batch in flight to finish
+            while (query.isActive and time.monotonic() < deadline and _busy(query)
+                   and _last_batch(query) == running):
+                time.sleep(0.05)
+            if query.isActive:
+                last = _last_batch(query)
+                committed = f"last batch {last}" if last >= 0 else "no batch yet"
+                say(f"sparkwax: {reason}: stopped query {name!r} ({committed}); start it "
+                    f"again with the same checkpoint to resume")
+                query.stop()
+
+    def stop_now():
+        for query in named.values():
+            if query.isActive:
+                query.stop()
+
+    def handler(number, frame):
+        # Runs in the main thread, maybe inside a py4j call (awaitTermination):
+        # no Spark call here, only threads (each has its own py4j connection).
+        if done.is_set():  # ours no more: what the old handler does
+            for old_number, old_handler in previous.items():
+                signal.signal(old_number, old_handler)
+            _delegate(previous[number], number, frame)
+            return
+        reason = signal.Signals(number).name
+        if stopping.is_set():  # second signal: now
+            threading.Thread(target=stop_now, daemon=True, name="sparkwax-stop").start()
+            return
+        stopping.set()
+        say(f"sparkwax: {reason}: stopping after the current micro-batch "
+            "(again to stop at once)")
+        threading.Thread(target=stop_between_batches, args=(reason,), daemon=True,
+                         name="sparkwax-stop").start()
+
+    def watch():
+        while any(q.isActive for q in named.values()):
+            time.sleep(0.2)
+        done.set()
+
+    for number in signals:
+        signal.signal(number, handler)
+    threading.Thread(target=watch, daemon=True, name="sparkwax-signals").start()
+    return True
+
+
+def _delegate(handler, number, frame) -> None:
+    """Do what the handler before ours would have done."""
+    if callable(handler):
+        handler(number, frame)
+    elif handler == signal.SIG_DFL:
+        if number == signal.SIGINT:
+            raise KeyboardInterrupt
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+
+
+def _last_batch(query) -> int:
+    progress = query.lastProgress
+    return int(progress["batchId"]) if progress else -1
+
+
+def _busy(query) -> bool:
+    try:
+        return bool(query.status.get("isTriggerActive"))
+    except Exception:  # a query that just stopped
+        return False
+
+
+def _named(queries) -> Dict[str, Any]:
+    if isinstance(queries, dict):
+        return dict(queries)
+    if not isinstance(queries, (list, tuple)):
+        queries = [queries]
+    return {query_name(q): q for q in queries}
+
+
+__all__ = ["Follower", "follow", "printer", "progress_line", "query_name", "stop_on_signals"]
