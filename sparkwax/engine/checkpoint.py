@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, List, Optional
 from .. import recovery
 from .._driver import Driver
 from ..errors import ConfigError, SnapshotError
+from ..operators.ttl import step_ttl
 from ..timers import EventTime, ProcessingTime, from_epoch_ms
 from .bucket import Bucket
 from .columns import plain_key
@@ -193,13 +194,14 @@ def last_watermark_ms(spark, checkpoint: str) -> int:
 
 def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
            batch: bool = False, step_id: Optional[str] = None, operator_id: int = 0,
-           key_schema: Optional[str] = None, spark=None):
+           key_schema: Optional[str] = None, spark=None, ttl=None):
     """End a checkpointed stream: for every live key, restore from the
     checkpoint's snapshot, fire a due timer, call ``on_eof``; return the
     outputs as a DataFrame (key columns, then ``output_schema``). ``now`` is
     the watermark the next micro-batch would have had (EventTime) or the wall
     clock (ProcessingTime). The checkpoint is not modified. ``spark``
-    defaults to the active session.
+    defaults to the active session. A step started with ``ttl=`` needs the
+    same ``ttl=`` here (its snapshots hold the ttl's bookkeeping).
 
     >>> ends = sw.finish("/tmp/ck", builder=Session,                 # doctest: +SKIP
     ...                  output_schema="start timestamp, `end` timestamp, events long",
@@ -210,6 +212,7 @@ def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
     spark = active_session(spark, "finish")
     step_id = step_id or f"finish:{getattr(builder, '__qualname__', 'logic')}"
     time = time if time is not None else ProcessingTime()
+    builder = step_ttl(builder, ttl, time, batch=batch, step_id=step_id)
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     schema = _parse_schema(frame, output_schema, step_id)
     if is_packed(frame):

@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 from .._driver import Driver
 from ..errors import BuilderError, ConfigError
 from ..logic import overrides_notify_at
+from ..operators.limits import step_builder
 from ..timers import EventTime, ProcessingTime
 from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
 from .host import EVENT, NO_TIMEOUT, PROCESSING, BoundedHost, StreamingHost
@@ -41,30 +42,34 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable
              output_schema: Union[str, T.StructType], time=None,
              order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
              step_id: Optional[str] = None, host: str = "per_key",
-             buckets: Optional[int] = None) -> DataFrame:
+             buckets: Optional[int] = None, ttl=None,
+             max_state_bytes: Optional[int] = None) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
     Output rows are the key columns followed by ``output_schema``. See the
     user guide for time modes, ordering and schemas. ``host="packed"`` runs
     many keys per Spark group (``buckets`` of them, default 4 x shuffle
-    partitions) with the same semantics; see docs/performance.md.
+    partitions) with the same semantics; see docs/performance.md. ``ttl``
+    (a duration or ``sparkwax.operators.Ttl``) expires idle keys and
+    ``max_state_bytes`` caps a key's stored state; see docs/operators.md.
     """
     return _plan(df, key, builder, output_schema, time, order_by, value, step_id, False,
-                 host, buckets)
+                 host, buckets, ttl, max_state_bytes)
 
 
 def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
                    output_schema: Union[str, T.StructType], time=None,
                    order_by: Union[None, str, Sequence[str]] = None,
                    value: Optional[str] = None, step_id: Optional[str] = None,
-                   host: str = "per_key", buckets: Optional[int] = None) -> DataFrame:
+                   host: str = "per_key", buckets: Optional[int] = None,
+                   max_state_bytes: Optional[int] = None) -> DataFrame:
     """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per activation)."""
     return _plan(df, key, builder, output_schema, time, order_by, value, step_id, True,
-                 host, buckets)
+                 host, buckets, None, max_state_bytes)
 
 
 def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch, host,
-          buckets):
+          buckets, ttl=None, max_state_bytes=None):
     step_id = step_id or f"{'stateful_batch' if batch else 'stateful'}:{_name(builder)}"
     keys = [key] if isinstance(key, str) else list(key)
     time = time if time is not None else ProcessingTime()
@@ -73,6 +78,9 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
                           f"got {time!r}")
     if host not in HOSTS:
         raise ConfigError(f"step {step_id!r}: host must be one of {HOSTS}, got {host!r}")
+    builder = step_builder(builder, ttl=ttl, max_state_bytes=max_state_bytes, time=time,
+                           value=value, batch=batch, step_id=step_id)
+    state_format = " ttl" if ttl is not None else ""  # ttl= wraps every snapshot
     if host == "packed":
         buckets = _bucket_count(df, buckets, step_id)
     schema = _parse_schema(df, output_schema, step_id)
@@ -127,7 +135,7 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         result = projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandasWithState(
             _as_function(function, spark), outputStructType=out_schema,
             stateStructType=PACKED_STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
-        state = f"packed/1 buckets={buckets}"
+        state = f"packed/1 buckets={buckets}{state_format}"
         return _describe(result, _step_description(step_id, keys, fields, schema, time,
                                                    timeout, state))
     if not df.isStreaming:
@@ -142,7 +150,7 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         _as_function(function, spark), outputStructType=out_schema, stateStructType=STATE_SCHEMA,
         outputMode="append", timeoutConf=timeout)
     return _describe(result, _step_description(step_id, keys, fields, schema, time, timeout,
-                                               "per_key/1"))
+                                               f"per_key/1{state_format}"))
 
 
 def _bucket_count(df, buckets: Optional[int], step_id: str) -> int:

@@ -1,10 +1,12 @@
 """``with_ttl(builder, ttl)``: drop a key's state after it was idle for ``ttl``.
 
 A wrapper logic around any ``StatefulLogic`` builder: it remembers the
-latest time of the key's values (read with ``ts``) and, once the watermark
-(or, in ProcessingTime mode, the clock) passes that time plus ``ttl``, drops
-the key's state. With ``flush=True`` the inner logic's ``on_eof`` runs first
-and its emits go out (an EOF for that key alone). A value that comes ``ttl``
+latest time of the key's values (read with ``ts``, or the activation's clock
+with ``ts=None``) and, once the watermark (or, in ProcessingTime mode, the
+clock) passes that time plus ``ttl``, drops the key's state. With
+``flush=True`` the inner logic's ``on_eof`` runs first and its emits go out
+(an EOF for that key alone); ``flush=callable`` emits
+``callable(inner_snapshot)`` instead. A value that comes ``ttl``
 or more after the key's latest one finds the old state expired even when the
 watermark has not fired the timer yet. The inner logic's own timers keep
 working; its snapshot is stored inside the wrapper's. When the clock passes
@@ -25,17 +27,26 @@ timer.
 {'a': [1, 1], 'b': [1]}
 >>> out.snapshots  # a's last value, not idle yet
 {'a': (1, datetime.datetime(2024, 1, 1, 1, 1, tzinfo=datetime.timezone.utc))}
+
+``sparkwax.stateful(..., ttl=...)`` and the offline runners' ``ttl=`` wrap the
+step's builder with :func:`step_ttl`: idle time is measured on the event-time
+column in EventTime mode and on the clock in ProcessingTime mode.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
 
 from .._driver import now
+from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
+from ..timers import EventTime
 from ._base import Duration, FieldSpec, OperatorBuilder, as_timedelta, later, time_getter
 
 _NOTHING = ()
+
+Flush = Union[bool, Callable[[Any], Any]]
 
 
 class TtlLogic(StatefulLogic):
@@ -50,14 +61,14 @@ class TtlLogic(StatefulLogic):
             self.inner = self.builder(inner_snapshot)
 
     def on_item(self, value):
-        ts = self.time_of(value)
+        ts = self.time_of(value) if self.time_of is not None else now()
+        if ts is None:  # measured on the clock, and there is none (bounded input)
+            return self.inner.on_item(value)
         flushed = _NOTHING
         if self.last is not None and ts >= self.last + self.ttl:
             # Idle for ttl before this value (the watermark had not fired the
             # timer yet): the old state goes first.
-            if self.flush:
-                flushed, _ = self.inner.on_eof()
-                flushed = list(flushed)
+            flushed = self._flushed()
             self.inner, self.last = self.builder(None), None
         if self.last is None or ts > self.last:
             self.last = ts
@@ -65,6 +76,15 @@ class TtlLogic(StatefulLogic):
         if flushed:
             out = flushed + list(out)
         return out, discard
+
+    def _flushed(self) -> list:
+        """What the inner logic emits when its key expires."""
+        if self.flush is True:
+            out, _ = self.inner.on_eof()
+            return list(out)
+        if self.flush:
+            return list(self.flush(self.inner.snapshot()))
+        return []
 
     def _expiry(self):
         return None if self.last is None else self.last + self.ttl
@@ -89,9 +109,7 @@ class TtlLogic(StatefulLogic):
             if discard:
                 return emits, DISCARD
         if expiry is not None and expiry <= reached:
-            if self.flush:
-                out, _ = self.inner.on_eof()
-                emits.extend(out)
+            emits.extend(self._flushed())
             return emits, DISCARD
         return emits, RETAIN
 
@@ -103,12 +121,66 @@ class TtlLogic(StatefulLogic):
 
 
 def with_ttl(builder: Callable, ttl: Duration, *, ts: FieldSpec = "ts",
-             flush: bool = False) -> OperatorBuilder:
+             flush: Flush = False) -> OperatorBuilder:
     """Wrap ``builder``'s logic so a key idle for ``ttl`` (no value with a
-    later ``ts``) has its state dropped, after ``inner.on_eof()`` if
-    ``flush``. Works for any ``StatefulLogic`` (not ``StatefulBatchLogic``)."""
+    later ``ts``) has its state dropped. ``flush=True`` emits what the inner
+    logic's ``on_eof()`` emits first; ``flush=fn`` emits
+    ``fn(inner_snapshot)`` (an iterable of values) instead. ``ts=None``
+    measures idle time on the activation's clock (``sparkwax.now()``) rather
+    than on a field of the values: meant for ProcessingTime mode (in
+    EventTime mode the clock is the watermark, which starts at the epoch).
+    Works for any ``StatefulLogic`` (not ``StatefulBatchLogic``)."""
     if not callable(builder):
         raise TypeError(f"with_ttl needs a builder, got {builder!r}")
+    if not (isinstance(flush, bool) or callable(flush)):
+        raise ConfigError(f"with_ttl: flush must be a bool or a callable taking the inner "
+                          f"logic's snapshot, got {flush!r}")
     name = getattr(builder, "__qualname__", None) or type(builder).__name__
     return OperatorBuilder(f"with_ttl({name})", TtlLogic,
-                           (builder, as_timedelta(ttl, "ttl"), time_getter(ts), bool(flush)))
+                           (builder, as_timedelta(ttl, "ttl"),
+                            None if ts is None else time_getter(ts), flush))
+
+
+# -- step-level ttl: sparkwax.stateful(..., ttl=...) and the offline runners ----------
+
+_STEP_TIME = "<the step's time>"
+
+
+@dataclass(frozen=True)
+class Ttl:
+    """A step's ``ttl=`` with options: ``Ttl("30 minutes", flush=True)``.
+
+    ``after``: how long a key may stay idle. ``flush``: as for
+    :func:`with_ttl`. ``ts``: what "idle" is measured on; by default the
+    step's event-time column in EventTime mode and the clock (``ts=None``) in
+    ProcessingTime mode; a field name or a callable to read it from the values.
+    """
+
+    after: Duration
+    flush: Flush = False
+    ts: FieldSpec = _STEP_TIME
+
+
+def step_ttl(builder: Callable, ttl: Union[None, Duration, Ttl], time=None, *,
+             value: Optional[str] = None, batch: bool = False,
+             step_id: str = "stateful") -> Callable:
+    """``builder`` wrapped for a step's ``ttl=`` (unchanged when ``ttl`` is
+    None): what ``sparkwax.stateful`` and the offline runners call."""
+    if ttl is None:
+        return builder
+    spec = ttl if isinstance(ttl, Ttl) else Ttl(ttl)
+    if batch:
+        raise ConfigError(f"step {step_id!r}: ttl= works for a StatefulLogic, not a "
+                          "StatefulBatchLogic (whose state is the whole on_batch call)")
+    ts = spec.ts
+    if ts is _STEP_TIME or (isinstance(ts, str) and ts == _STEP_TIME):
+        if isinstance(time, EventTime):
+            if value is not None:
+                raise ConfigError(
+                    f"step {step_id!r}: ttl= measures idle time on the event-time column "
+                    f"{time.column!r}, but with value={value!r} the logic gets that column's "
+                    f"scalar only; drop value= (the logic then gets a dict of the columns)")
+            ts = time.column
+        else:
+            ts = None
+    return with_ttl(builder, spec.after, ts=ts, flush=spec.flush)

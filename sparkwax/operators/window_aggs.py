@@ -109,6 +109,55 @@ class Extreme:
         return [acc]
 
 
+class Sum:
+    """The sum of ``by(value)``, skipping None (Spark's ``sum``); None when
+    every value is None."""
+
+    def __init__(self, by):
+        self.by = by
+
+    def start(self):
+        return None
+
+    def add(self, acc, count, value):
+        number = self.by(value)
+        if number is None:
+            return acc, _NOTHING
+        return (number if acc is None else acc + number), _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        if older is None:
+            return newer, _NOTHING
+        return (older if newer is None else older + newer), _NOTHING
+
+    def close(self, acc, count):
+        return [acc]
+
+
+class Mean:
+    """The mean of ``by(value)`` as a float, skipping None (Spark's ``avg``);
+    None when every value is None. ``acc``: ``(total, n)`` of the numbers."""
+
+    def __init__(self, by):
+        self.by = by
+
+    def start(self):
+        return (0, 0)
+
+    def add(self, acc, count, value):
+        number = self.by(value)
+        if number is None:
+            return acc, _NOTHING
+        return (acc[0] + number, acc[1] + 1), _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return (older[0] + newer[0], older[1] + newer[1]), _NOTHING
+
+    def close(self, acc, count):
+        total, n = acc
+        return [total / n if n else None]
+
+
 class Join:
     def __init__(self, config: JoinConfig):
         self.config = config

@@ -2,7 +2,8 @@
 
 A window operator is one logic per key that keeps that key's open windows:
 ``fold_window``, ``collect_window``, ``count_window``, ``reduce_window``,
-``max_window``, ``min_window`` and ``join_window``, each over a
+``sum_window``, ``mean_window``, ``max_window``, ``min_window`` and
+``join_window``, each over a
 ``TumblingWindower``, ``SlidingWindower`` or ``SessionWindower``.
 
 Every emit is a :class:`WindowOut` ``(window_id, open_time, close_time,
@@ -57,7 +58,7 @@ from ..logic import DISCARD, StatefulLogic
 from ._base import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,
                     later, optional_timedelta, time_getter)
 from .joins import JoinConfig
-from .window_aggs import Collect, Count, Extreme, Fold, Join, Reduce
+from .window_aggs import Collect, Count, Extreme, Fold, Join, Mean, Reduce, Sum
 from .windowers import (FixedWindower, SessionWindower, SlidingWindower, TumblingWindower,
                         Windower)
 
@@ -343,6 +344,24 @@ def reduce_window(windower: Windower, reducer: Callable[[Any, Any], Any], *,
                            lateness=lateness)
 
 
+def sum_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
+               lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Per window, the sum of ``by(value)`` (a field name or a callable;
+    default the value itself). None numbers are skipped, like Spark's
+    ``sum``; a window whose numbers are all None sums to None."""
+    return window_operator("sum_window", windower, Sum(field_getter(by, "by") or identity),
+                           ts=ts, lateness=lateness)
+
+
+def mean_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
+                lateness: Optional[Duration] = None) -> OperatorBuilder:
+    """Per window, the mean of ``by(value)`` (a field name or a callable;
+    default the value itself) as a float. None numbers are skipped, like
+    Spark's ``avg``; a window whose numbers are all None has a None mean."""
+    return window_operator("mean_window", windower, Mean(field_getter(by, "by") or identity),
+                           ts=ts, lateness=lateness)
+
+
 def max_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
                lateness: Optional[Duration] = None) -> OperatorBuilder:
     """Per window, the largest value by ``by`` (ties keep the earlier value)."""
@@ -385,7 +404,7 @@ class _SideValue:
         return f"{self.get!r} of the side's value"
 
 
-for _operator in (fold_window, collect_window, count_window, reduce_window, max_window,
-                  min_window, join_window):
+for _operator in (fold_window, collect_window, count_window, reduce_window, sum_window,
+                  mean_window, max_window, min_window, join_window):
     _operator.__doc__ += _DOC_COMMON
 del _operator

@@ -62,15 +62,18 @@ class Runner:
     snapshot at every activation, exactly as on Spark; ``"on_crash"`` keeps
     live objects between batches like a long-running Bytewax worker and
     restores only after ``crash()`` (faster; ``check_logic`` compares both).
+    ``ttl`` and ``max_state_bytes`` are the step options of ``sparkwax.stateful``.
     """
 
     def __init__(self, builder: Callable, *, time=None, batch: bool = False, order_by=None,
-                 step_id: str = "stateful", restore: str = "always"):
+                 step_id: str = "stateful", restore: str = "always", ttl=None,
+                 max_state_bytes: Optional[int] = None):
         if restore not in RESTORE_MODES:
             raise ConfigError(f"restore must be one of {RESTORE_MODES}, got {restore!r}")
         self.time = time if time is not None else ProcessingTime()
         if not isinstance(self.time, (ProcessingTime, EventTime)):
             raise ConfigError(f"time must be ProcessingTime() or EventTime(...), got {time!r}")
+        builder = _step_builder(builder, ttl, max_state_bytes, self.time, batch, step_id)
         self.driver = Driver(builder, step_id=step_id, batch=batch)
         self.step_id = step_id
         self.sort_values = value_sorter(order_by, self.time)
@@ -234,17 +237,20 @@ class Runner:
 def run(builder: Callable, script: Sequence[Step], **options) -> RunResult:
     """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic.
 
-    Options: ``time``, ``batch``, ``order_by``, ``step_id``, ``restore`` (see Runner).
+    Options: ``time``, ``batch``, ``order_by``, ``step_id``, ``restore``,
+    ``ttl``, ``max_state_bytes`` (see Runner).
     """
     return Runner(builder, **options).run(script)
 
 
 def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=None,
-                batch: bool = False, order_by=None, step_id: str = "stateful") -> RunResult:
+                batch: bool = False, order_by=None, step_id: str = "stateful", ttl=None,
+                max_state_bytes: Optional[int] = None) -> RunResult:
     """What the Spark engine does with a bounded (batch) DataFrame: each key's
     items as one ordered sequence (watermark per key, item by item, in
     EventTime mode), then ``on_eof``."""
     time = time if time is not None else ProcessingTime()
+    builder = _step_builder(builder, ttl, max_state_bytes, time, batch, step_id)
     driver = Driver(builder, step_id=step_id, batch=batch)
     sort_values = value_sorter(order_by, time)
     groups: Dict[Any, List[Any]] = {}
@@ -266,6 +272,16 @@ def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=Non
             if act.timer is not None:
                 result.timers[key] = from_epoch_ms(act.timer)
     return result
+
+
+def _step_builder(builder, ttl, max_state_bytes, time, batch, step_id):
+    """The builder with the step options applied, as ``sparkwax.stateful`` does."""
+    if ttl is None and max_state_bytes is None:
+        return builder
+    from ..operators.limits import step_builder
+
+    return step_builder(builder, ttl=ttl, max_state_bytes=max_state_bytes, time=time,
+                        batch=batch, step_id=step_id)
 
 
 def event_time_us(step_id: str, key, value, column: str) -> int:

@@ -41,8 +41,10 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
                         value: Optional[str] = None, batch: bool = False,
                         step_id: Optional[str] = None, workdir: Optional[str] = None,
                         uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
-                        host: str = "per_key", buckets: Optional[int] = None) -> RunResult:
-    """Outputs (with ``Row`` values turned into tuples) of the script on Spark."""
+                        host: str = "per_key", buckets: Optional[int] = None,
+                        **step_options) -> RunResult:
+    """Outputs (with ``Row`` values turned into tuples) of the script on Spark.
+    ``step_options`` (``ttl``, ``max_state_bytes``) go to ``stateful``."""
     workdir = workdir or tempfile.mkdtemp(prefix="sparkwax-script-")
     uri = uri or workdir
     source = os.path.join(workdir, "input")
@@ -56,7 +58,7 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
         attach = stateful_batch if batch else stateful
         out = attach(stream, key=key, builder=builder, output_schema=output_schema, time=time,
                      order_by=order_by, value=value, step_id=step_id, host=host,
-                     buckets=buckets)
+                     buckets=buckets, **step_options)
         writer = out.writeStream.foreachBatch(_appender(sink)) \
             .option("checkpointLocation", checkpoint)
         if trigger:

@@ -12,4 +12,4 @@ def test_guide_all_blocks(spark):
 
 
 def test_operators_all_blocks(spark):
-    assert run_blocks("operators.md", spark=True) >= 20
+    assert run_blocks("operators.md", spark=True) >= 31

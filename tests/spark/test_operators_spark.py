@@ -456,3 +456,180 @@ def test_streaming_join_of_two_file_streams(spark, tmp_path):
     got = sorted((r.order_id, r.orders.total, r.payments.paid, r.payments.method)
                  for r in rows)
     assert got == [("o1", 30.0, 30, "card"), ("o2", 5.0, 5, "cash")]
+
+
+# -- stateful_filter, running fold/reduce, sum/mean windows, sequence: both hosts --------
+
+HOSTS = pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
+
+
+def _small(value):
+    return value["amount"] < 10
+
+
+def _big(value):
+    return value["amount"] >= 10
+
+
+@HOSTS
+def test_filter_fold_reduce_and_window_means(events, host, buckets):
+    fields = ops.value_fields(events, "user")
+    cases = [
+        (ops.stateful_filter(lambda top, v: (max(top or 0.0, v["amount"]),
+                                             top is None or v["amount"] > top)), fields),
+        (ops.fold(lambda: 0.0, lambda acc, v: acc + v["amount"]), "total double"),
+        (ops.reduce(lambda a, b: a if a["amount"] >= b["amount"] else b), fields),
+        (ops.sum_window(TEN, by="amount"), ops.window_schema("double")),
+        (ops.mean_window(ops.SessionWindower("6 minutes"), by="amount"),
+         ops.window_schema("double")),
+    ]
+    for builder, schema in cases:
+        frame = sw.stateful(events, key="user", builder=builder, output_schema=schema,
+                            time=TIME, host=host, buckets=buckets)
+        same(frame, run_bounded(builder, offline_items(), time=TIME))
+    highs = run_bounded(cases[0][0], offline_items(), time=TIME)
+    assert [v["id"] for v in highs.by_key["ann"]] == ["e1", "e2", "e4"]
+
+
+@HOSTS
+@pytest.mark.parametrize("contiguity", ["strict", "relaxed"])
+def test_sequence_on_a_bounded_dataframe(events, host, buckets, contiguity):
+    op = ops.sequence([_small, _small, _big], within="30 minutes", contiguity=contiguity)
+    frame = sw.stateful(events, key="user", builder=op, time=TIME, host=host, buckets=buckets,
+                        output_schema=f"matched array<{ops.value_struct(events, 'user')}>")
+    expected = run_bounded(op, offline_items(), time=TIME)
+    same(frame, expected)
+    assert expected.outputs                     # something matched
+
+
+SEQUENCE_SCRIPT = [
+    Batch([("a", _ev(0, 1)), ("a", _ev(1, 2)), ("b", _ev(1, 1))]),
+    Batch([("a", _ev(2, 9)), ("b", _ev(2, 1)), ("c", _ev(3, 1))]),   # a matches
+    Crash(),
+    Batch([("c", _ev(4, 1)), ("b", _ev(3, 3))]),   # b: 1, 1, 3 (3 < 5: no match)
+    Batch([("x", _ev(30, 0))]),                    # watermark 30 - 20: c's partials expire
+    Batch([("c", _ev(40, 7)), ("x", _ev(60, 0))]),
+]
+
+
+@HOSTS
+def test_streaming_sequence_expires_partial_matches_by_timer(spark, tmp_path, host, buckets):
+    from sparkwax.engine.checkpoint import read_entries
+
+    low, high = (lambda v: v["value"] < 5), (lambda v: v["value"] >= 5)
+    op = ops.sequence([low, low, high], within="5 minutes", contiguity="relaxed")
+    time = sw.EventTime("ts", watermark="20 minutes")
+    workdir = tmp_path / "sequence"
+    online = run_script_on_spark(spark, op, SEQUENCE_SCRIPT, input_schema=STREAM_INPUT,
+                                 output_schema="matched array<struct<ts: timestamp, "
+                                               "value: long>>",
+                                 time=time, workdir=str(workdir), host=host, buckets=buckets)
+    offline = run(op, SEQUENCE_SCRIPT, time=time)
+    assert {k: [plain(v) for v in vs] for k, vs in online.by_key.items()} == \
+        offline_by_key(offline)
+    assert offline.by_key == {"a": [[_ev(0, 1), _ev(1, 2), _ev(2, 9)]]}
+    # c's partial matches (3 and 4 min) expired when the watermark passed 8 and 9 min,
+    # so c's 7 at 40 min matched nothing; x's value 0 at 60 min is the one partial left
+    entries = {e.key: e.snapshot for e in read_entries(spark, str(workdir / "checkpoint"))}
+    assert entries == offline.snapshots and sorted(entries) == ["x"]
+
+
+# -- step-level ttl= and max_state_bytes= --------------------------------------------------
+
+TTL_SCRIPT = [
+    Batch([("a", _ev(0, 1)), ("b", _ev(1, 2))]),
+    Batch([("a", _ev(8, 3)), ("c", _ev(9, 4))]),
+    Crash(),
+    Batch([("x", _ev(40, 1))]),                    # watermark 38: a, b and c expire
+    Batch([("a", _ev(60, 5)), ("x", _ev(70, 1))]),  # x idle for 30 min: expired first
+]
+
+
+@HOSTS
+def test_streaming_ttl_expires_idle_keys(spark, tmp_path, host, buckets):
+    from sparkwax.engine.checkpoint import read_entries
+
+    op = ops.fold(lambda: 0, lambda acc, v: acc + v["value"])
+    ttl = ops.Ttl("15 minutes", flush=lambda snapshot: [-snapshot[0]])
+    time = sw.EventTime("ts", watermark="2 minutes")
+    workdir = tmp_path / "ttl"
+    online = run_script_on_spark(spark, op, TTL_SCRIPT, input_schema=STREAM_INPUT,
+                                 output_schema="total long", time=time, workdir=str(workdir),
+                                 host=host, buckets=buckets, ttl=ttl)
+    offline = run(op, TTL_SCRIPT, time=time, ttl=ttl)
+    assert {k: [tuple(v) for v in vs] for k, vs in online.by_key.items()} == \
+        offline_by_key(offline)
+    assert offline.by_key == {"a": [1, 4, -4, 5], "b": [2, -2], "c": [4, -4], "x": [1, -1, 1]}
+    entries = {e.key: e.snapshot for e in read_entries(spark, str(workdir / "checkpoint"))}
+    assert entries == offline.snapshots == {"a": ((5,), t(60)), "x": ((1,), t(70))}
+    if host == "per_key":
+        ends = sw.finish(str(workdir / "checkpoint"), builder=op, output_schema="total long",
+                         time=time, ttl=ttl)
+        # the watermark is 68 min: a (idle since 60) is not expired yet; fold emits nothing
+        # at EOF, and nothing fails to restore the ttl's snapshots
+        assert ends.collect() == []
+
+
+def test_ttl_needs_the_event_time_in_the_values(events):
+    with pytest.raises(sw.ConfigError, match="drop value="):
+        sw.stateful(events, key="user", builder=ops.count_final(), output_schema="n long",
+                    time=TIME, value="amount", ttl="1 hour")
+
+
+@HOSTS
+def test_max_state_bytes_fails_the_step_naming_the_key(spark, tmp_path, host, buckets):
+    op = ops.fold(list, lambda acc, v: acc + [v["value"]] * 20)   # ~40 bytes per value
+    script = [Batch([("a", _ev(0, 1)), ("a", _ev(1, 2)), ("b", _ev(1, 3))]),
+              Batch([("b", _ev(2, 4)), ("a", _ev(2, 5))])]
+    assert run(op, script[:1], max_state_bytes=120).live_keys == 2
+    with pytest.raises(Exception, match=r"(?s)step 'ids', key 'a', snapshot.*StateTooLarge"):
+        run_script_on_spark(spark, op, script, input_schema=STREAM_INPUT,
+                            output_schema="values array<long>", step_id="ids",
+                            workdir=str(tmp_path / "limit"), host=host, buckets=buckets,
+                            max_state_bytes=120)
+
+
+def test_ttl_is_part_of_the_steps_checkpoint_description(spark, tmp_path):
+    from sparkwax.engine.start import describe_changes, steps_in
+
+    (tmp_path / "in").mkdir()
+    stream = spark.readStream.schema(STREAM_INPUT).json(str(tmp_path / "in"))
+    time = sw.EventTime("ts", watermark="1 minute")
+
+    def state(**options):
+        frame = sw.stateful(stream, key="key", builder=ops.count_final(), time=time,
+                            output_schema="n long", step_id="n", **options)
+        return steps_in(frame)[0]
+
+    plain, with_ttl = state(), state(ttl="1 hour")
+    assert (plain["state"], with_ttl["state"]) == ("per_key/1", "per_key/1 ttl")
+    assert state(ttl="2 hours") == with_ttl                   # the duration may change
+    assert state(max_state_bytes=10) == plain                 # the cap changes no snapshot
+    assert state(ttl="1 hour", host="packed", buckets=3)["state"] == "packed/1 buckets=3 ttl"
+    assert "step 'n': state changed from 'per_key/1' to 'per_key/1 ttl'" in describe_changes(
+        {"steps": {"n": plain}}, {"steps": {"n": with_ttl}})
+
+
+@HOSTS
+def test_card_testing_sequence_on_the_demo_clickstream(spark, host, buckets):
+    from sparkwax.demo import clickstream
+
+    stream = clickstream.generate(20_000, seed=7)
+    columns = ["card_id", "ts", "amount", "event_id"]
+    rows = [tuple(e[c] for c in columns) for e in stream.events
+            if e["event_type"] == "purchase"]
+    frame = spark.createDataFrame(rows, "card_id string, ts timestamp, amount double, "
+                                        "event_id long")
+    op = ops.sequence([_test_charge] * 3, within="1 minute")
+    time = sw.EventTime("ts", watermark="5 minutes")
+    alerts = sw.stateful(frame, key="card_id", builder=op, time=time, host=host,
+                         buckets=buckets,
+                         output_schema=f"matched array<{ops.value_struct(frame, 'card_id')}>")
+    expected = run_bounded(op, [(r[0], dict(zip(columns[1:], r[1:]))) for r in rows],
+                           time=time)
+    same(alerts, expected)
+    assert {k: len(v) for k, v in expected.by_key.items()} == {"c-000214": 7}
+
+
+def _test_charge(purchase):
+    return purchase["amount"] < 2

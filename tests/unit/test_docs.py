@@ -12,4 +12,4 @@ def test_guide_offline_blocks():
 
 
 def test_operators_offline_blocks():
-    assert run_blocks("operators.md", spark=False) >= 14
+    assert run_blocks("operators.md", spark=False) >= 23

@@ -23,7 +23,8 @@ from sparkwax.testing.strategies import timestamped_items
 
 REPO = Path(__file__).resolve().parents[2]
 MODULES = ["_base", "basic", "final", "collecting", "tagged", "joins", "connected",
-           "windowing", "recipes", "ttl", "rules", "schemas"]
+           "windowing", "window_aggs", "recipes", "ttl", "rules", "schemas", "running",
+           "sequence", "many_timers", "limits"]
 
 
 def test_all_is_sorted_and_complete():
@@ -35,7 +36,9 @@ def test_all_is_sorted_and_complete():
                  "TumblingWindower", "SlidingWindower", "SessionWindower", "fold_window",
                  "collect_window", "count_window", "reduce_window", "max_window",
                  "min_window", "join_window", "deduplicate", "throttle", "session",
-                 "with_ttl", "with_rules", "Rules"):
+                 "with_ttl", "with_rules", "Rules", "stateful_filter", "fold", "reduce",
+                 "sequence", "sum_window", "mean_window", "Timers", "Ttl", "with_state_limit",
+                 "StateTooLarge"):
         assert name in ops.__all__
 
 
@@ -70,6 +73,22 @@ def _double(state, value):
     return (state or 0) + value, value * 2
 
 
+def _keep_all(state, value):
+    return state, True
+
+
+def _append(acc, value):
+    return acc + [value]
+
+
+def _positive(value):
+    return value > 0
+
+
+def _negative(value):
+    return value < 0
+
+
 @pytest.mark.parametrize("builder", [
     ops.stateful_map(_double),
     ops.count_final(),
@@ -83,6 +102,15 @@ def _double(state, value):
     ops.session("30 minutes"),
     ops.with_ttl(ops.count_final(), "1 day", flush=True),
     ops.with_rules(ops.Rules({"x": 1}), lambda table, resume: ops.count_final()(resume)),
+    ops.stateful_filter(_keep_all),
+    ops.fold(list, _append),
+    ops.reduce(max),
+    ops.sequence([_positive, _negative], within="1 minute", contiguity="relaxed"),
+    ops.sum_window(ops.TumblingWindower("1 hour"), by="n"),
+    ops.mean_window(ops.SessionWindower("1 hour"), by="n"),
+    ops.with_state_limit(ops.count_final(), 1000),
+    ops.limits.step_builder(ops.count_final(), ttl=ops.Ttl("1 hour", flush=True),
+                            max_state_bytes=1000, time=sw.EventTime("ts")),
 ])
 def test_builders_pickle_and_build(builder):
     from pyspark import cloudpickle

@@ -56,7 +56,8 @@ class LogicCheckFailed(AssertionError, SparkwaxError):
 
 def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False,
                 order_by=None, step_id: str = "check", max_examples: int = 100,
-                eof: bool = True, settings: Optional[hypothesis_settings] = None) -> None:
+                eof: bool = True, settings: Optional[hypothesis_settings] = None,
+                ttl=None, max_state_bytes: Optional[int] = None) -> None:
     """Property-test ``builder``'s logic on generated scripts; raise
     LogicCheckFailed with the shrunk script on the first broken property:
 
@@ -67,8 +68,14 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
     (c) runs are deterministic.
 
     ``items`` is a strategy of ``(key, value)`` lists (see ``keyed_items`` and
-    ``timestamped_items``); ``time``, ``batch`` and ``order_by`` as for run().
+    ``timestamped_items``); ``time``, ``batch``, ``order_by``, ``ttl`` and
+    ``max_state_bytes`` as for run().
     """
+    if ttl is not None or max_state_bytes is not None:
+        from ...operators.limits import step_builder
+
+        builder = step_builder(builder, ttl=ttl, max_state_bytes=max_state_bytes, time=time,
+                               batch=batch, step_id=step_id)
     options = dict(time=time, batch=batch, order_by=order_by, step_id=step_id)
     strategy = scripts_strategy(items=items, time=time, eof=eof)
     chosen = settings or hypothesis_settings(

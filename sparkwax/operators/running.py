@@ -1,0 +1,82 @@
+"""Running aggregations: ``fold`` and ``reduce`` emit the accumulator after
+every value (``fold_final`` and ``reduce_final`` emit it once, at EOF).
+
+A key's accumulator lives until EOF (the end of a bounded input, or
+``sparkwax.finish``), where it is discarded without a further emit (the last
+value already emitted it). On an unbounded stream give the step a ``ttl=`` (or
+wrap the builder with ``with_ttl``) so idle keys do not stay forever.
+
+>>> from sparkwax.testing import Batch, Crash, Eof, run
+>>> script = [Batch([("a", 3), ("b", 1), ("a", 4)]), Crash(), Batch([("a", 2)]), Eof()]
+>>> run(fold(list, lambda acc, v: acc + [v]), script).by_key
+{'a': [[3], [3, 4], [3, 4, 2]], 'b': [[1]]}
+>>> run(reduce(max), script).by_key
+{'a': [3, 4, 4], 'b': [1]}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..logic import DISCARD, RETAIN, StatefulLogic
+from ._base import OperatorBuilder
+
+_NOTHING = ()
+
+
+class FoldLogic(StatefulLogic):
+    """``acc = folder(acc, value)`` per value, emitted each time.
+
+    Snapshot: ``(acc,)`` (a 1-tuple, so an accumulator of None survives).
+    """
+
+    def __init__(self, config, resume=None):
+        builder, self.folder = config
+        self.acc = resume[0] if resume is not None else builder()
+
+    def on_item(self, value):
+        acc = self.acc = self.folder(self.acc, value)
+        return [acc], RETAIN
+
+    def on_eof(self):
+        return _NOTHING, DISCARD
+
+    def snapshot(self):
+        return (self.acc,)
+
+
+class ReduceLogic(StatefulLogic):
+    """The first value is the accumulator, ``reducer(acc, value)`` after that;
+    emitted after every value. Snapshot: ``(acc,)``, None before any value."""
+
+    def __init__(self, reducer, resume=None):
+        self.reducer = reducer
+        self.acc = resume
+
+    def on_item(self, value):
+        acc = self.acc
+        new = value if acc is None else self.reducer(acc[0], value)
+        self.acc = (new,)
+        return [new], RETAIN
+
+    def on_eof(self):
+        return _NOTHING, DISCARD
+
+    def snapshot(self):
+        return self.acc
+
+
+def fold(builder: Callable[[], Any], folder: Callable[[Any, Any], Any]) -> OperatorBuilder:
+    """``builder()`` makes a key's empty accumulator, ``folder(acc, value)``
+    combines each value into it; the accumulator is emitted after every value."""
+    if not callable(builder) or not callable(folder):
+        raise TypeError("fold needs callables builder() and folder(acc, value)")
+    return OperatorBuilder("fold", FoldLogic, (builder, folder))
+
+
+def reduce(reducer: Callable[[Any, Any], Any]) -> OperatorBuilder:
+    """``reducer(acc, value)`` over a key's values (the first value starts the
+    accumulator); the accumulator is emitted after every value."""
+    if not callable(reducer):
+        raise TypeError(f"reduce needs a callable reducer, got {reducer!r}")
+    return OperatorBuilder("reduce", ReduceLogic, reducer)
