@@ -11,6 +11,7 @@ string work, never the local file functions (no pyspark import either).
 from __future__ import annotations
 
 import re
+from typing import Mapping, Optional
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
@@ -26,4 +27,25 @@ def join_path(folder: str, name: str) -> str:
     return f"{folder.rstrip('/')}/{name}"
 
 
-__all__ = ["join_path", "scheme_of"]
+def local_folder(path: str, settings: Mapping[str, str], environ: Mapping[str, str]
+                 ) -> Optional[str]:
+    """The folder ``path`` names on this machine's disk when that is certain
+    (a ``file:`` URI, or a plain path while no Hadoop default file system is
+    configured), else None: then only Spark can tell.
+
+    >>> local_folder("file:///tmp/ck", {}, {}), local_folder("/tmp/ck", {}, {})
+    ('/tmp/ck', '/tmp/ck')
+    >>> local_folder("/tmp/ck", {}, {"HADOOP_CONF_DIR": "/etc/hadoop"}) is None
+    True
+    """
+    scheme = scheme_of(path)
+    if scheme == "file":
+        return re.sub(r"^file:(//(?=/))?", "", path)
+    if scheme or "spark.hadoop.fs.defaultFS" in settings:
+        return None
+    if environ.get("HADOOP_CONF_DIR") or environ.get("YARN_CONF_DIR"):
+        return None
+    return path
+
+
+__all__ = ["join_path", "local_folder", "scheme_of"]

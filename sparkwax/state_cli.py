@@ -2,7 +2,8 @@
 
 ``show`` decodes every key's snapshot through Spark's ``statestore`` reader
 and prints key, snapshot (repr, cut), size and next timer, then a summary
-line; ``--json`` prints one JSON object per key and the summary instead.
+line; ``--json`` prints one JSON object per key (sorted by key; the snapshot
+as JSON: see ``sparkwax.snapshot_json``) and a summary line instead.
 ``clear`` removes the checkpoint after a confirmation (``--yes`` skips it),
 and refuses while a query seems to be running on it. Checkpoints are read
 through Spark's file systems (any URI Spark can write a checkpoint to:
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import List
 
 from .errors import ConfigError, SparkwaxError, short_repr
+from .paths import local_folder
+from .snapshot_json import json_value, sort_key
 
 _SNAPSHOT_WIDTH = 60
 
@@ -39,7 +43,10 @@ def state_command(parser: argparse.ArgumentParser):
                       help="at most this many keys, largest first (default 20; 0 = all)")
     show.add_argument("--operator", type=int, default=0,
                       help="stateful operator id when the query has several (default 0)")
-    show.add_argument("--json", action="store_true", help="JSON lines for machines")
+    show.add_argument("--json", action="store_true",
+                      help="JSON lines for scripts: one object per key, sorted by key (snapshot "
+                           "as JSON: datetimes ISO 8601, bytes as {\"$bytes\": base64}, "
+                           "other objects as {\"$repr\": ...}), then the summary")
     clear = actions.add_parser("clear", help="remove the checkpoint (after confirmation)")
     clear.add_argument("checkpoint", help="the query's checkpoint directory")
     clear.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -62,15 +69,26 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
                              "repeatable")
 
 
-def _session(args, app_name: str):
-    from .engine.session import local_session
-
+def _settings(args) -> dict:
     settings = {}
     for item in args.conf:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise ConfigError(f"--conf takes KEY=VALUE, got {item!r}")
         settings[name.strip()] = value
+    return settings
+
+
+def _session(args, app_name: str):
+    """The Spark session that reads the checkpoint; a checkpoint that surely is
+    on the local disk is checked first, so a wrong path fails before a JVM starts."""
+    from .engine.session import local_session
+
+    settings = _settings(args)
+    folder = None if args.remote else local_folder(args.checkpoint, settings, os.environ)
+    if folder is not None and not os.path.isdir(os.path.join(folder, "offsets")):  # local disk only
+        raise ConfigError(f"{args.checkpoint!r} is not a streaming checkpoint (no offsets/ "
+                          "folder)")
     return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
 
 
@@ -92,15 +110,17 @@ def _show(args) -> int:
                            limit=args.limit or None)
     summary = state_summary(spark, args.checkpoint, operator_id=args.operator)
     if args.json:
-        for entry in entries:
-            print(json.dumps({"key": entry.key, "snapshot": repr(entry.snapshot),
-                              "bytes": entry.size, "timer": _iso(entry.timer),
-                              "partition": entry.partition}, default=str))
-        print(json.dumps({"summary": summary}, default=str))
+        for entry in sorted(entries, key=lambda e: sort_key(e.key)):
+            snapshot = (json_value(entry.snapshot) if not isinstance(entry.snapshot, Exception)
+                        else {"$error": str(entry.snapshot)})
+            print(json.dumps({"key": json_value(entry.key), "snapshot": snapshot,
+                              "bytes": entry.size, "timer": _iso(entry.timer, None),
+                              "partition": entry.partition}))
+        print(json.dumps({"summary": json_value(summary)}))
         return 0
-    print(format_table(["key", "snapshot", "bytes", "next timer"],
-                       [[short_repr(e.key), _cut(repr(e.snapshot)), str(e.size), _iso(e.timer)]
-                        for e in entries]))
+    rows = [[short_repr(e.key), _cut(repr(e.snapshot)), str(e.size), _iso(e.timer)]
+            for e in entries]
+    print_table(["key", "snapshot", "bytes", "next timer"], rows)
     shown = f" (showing {len(entries)})" if len(entries) < summary["live_keys"] else ""
     print(f"{summary['live_keys']} live keys{shown}, {summary['total_bytes']} bytes in all, "
           f"largest key {summary['largest_key']!r} ({summary['largest_bytes']} bytes)")
@@ -147,5 +167,23 @@ def _cut(text: str) -> str:
     return text if len(text) <= _SNAPSHOT_WIDTH else text[:_SNAPSHOT_WIDTH - 3] + "..."
 
 
-def _iso(moment) -> str:
-    return moment.isoformat() if moment is not None else "-"
+def _iso(moment, missing="-"):
+    return moment.isoformat() if moment is not None else missing
+
+
+def print_table(header: List[str], rows: List[List[str]]) -> None:
+    """rich's table on an interactive terminal, ``format_table``'s plain text
+    otherwise (stable for scripts and pipes)."""
+    if sys.stdout.isatty():
+        try:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(*header, box=None, header_style="bold")
+            for row in rows:
+                table.add_row(*row)
+            Console().print(table)
+            return
+        except ImportError:
+            pass
+    print(format_table(header, rows))

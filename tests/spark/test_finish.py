@@ -9,6 +9,7 @@ import pytest
 import sparkwax as sw
 from sparkwax.engine.checkpoint import read_entries, state_summary
 from sparkwax.testing.spark import run_script_on_spark
+from sparkwax.snapshot_json import json_value
 from sparkwax.state_cli import state_command
 from sparkwax.testing import Batch, Crash, Eof, run
 from sparkwax.testing.reference import Accumulator
@@ -82,6 +83,8 @@ def test_state_show_prints_a_table_and_json(spark, stream_checkpoint, capsys):
     assert _state_cli(["show", str(checkpoint), "--key", live[0], "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["key"] for line in lines[:-1]] == [live[0]] and "summary" in lines[-1]
+    snapshots = run(Accumulator, SCRIPT, time=TIME).snapshots
+    assert lines[0]["snapshot"] == json_value(snapshots[live[0]])  # JSON, not a repr
     assert lines[-1]["summary"]["live_keys"] == len(live)
 
 
