@@ -112,10 +112,6 @@ class HadoopStorage:
         fs, hadoop_path = self._fs(path)
         return bool(fs.exists(hadoop_path))
 
-    def is_dir(self, path: str) -> bool:
-        fs, hadoop_path = self._fs(path)
-        return bool(fs.exists(hadoop_path) and fs.getFileStatus(hadoop_path).isDirectory())
-
     def list(self, path: str) -> List[FileEntry]:
         """The visible entries of folder ``path`` (none if it does not exist)."""
         fs, hadoop_path = self._fs(path)
@@ -196,10 +192,6 @@ class SparkStorage:
 
     def exists(self, path: str) -> bool:
         return self._rows(path) is not None
-
-    def is_dir(self, path: str) -> bool:
-        rows = self._rows(path)
-        return rows is not None and not (len(rows) == 1 and _same_path(rows[0]["path"], path))
 
     def list(self, path: str) -> List[FileEntry]:
         """The visible files of folder ``path`` (Spark lists files, not folders)."""
