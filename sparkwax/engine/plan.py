@@ -8,7 +8,7 @@ values reach the logic as aware UTC datetimes whatever the session time zone.
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -40,16 +40,20 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable
              output_schema: Union[str, T.StructType], time=None,
              order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
              step_id: Optional[str] = None, host: str = "per_key",
-             buckets: Optional[int] = None) -> DataFrame:
+             buckets: Optional[int] = None,
+             input_sides: Optional[Tuple[str, int]] = None) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
     Output rows are the key columns followed by ``output_schema``. See the
     user guide for time modes, ordering and schemas. ``host="packed"`` runs
     many keys per Spark group (``buckets`` of them, default 4 x shuffle
     partitions) with the same semantics; see docs/performance.md.
+    ``input_sides=(column, count)`` (set by ``ops.connect``): ``df`` is a
+    union of ``count`` watermarked inputs, ``column`` holding each row's input
+    number, so bounded input keeps a watermark per input as a stream does.
     """
     return _plan(df, key, builder, output_schema, time, order_by, value, step_id, False,
-                 host, buckets)
+                 host, buckets, input_sides)
 
 
 def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
@@ -63,7 +67,7 @@ def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Ca
 
 
 def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch, host,
-          buckets):
+          buckets, input_sides=None):
     step_id = step_id or f"{'stateful_batch' if batch else 'stateful'}:{_name(builder)}"
     keys = [key] if isinstance(key, str) else list(key)
     time = time if time is not None else ProcessingTime()
@@ -130,10 +134,10 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         return _describe(result, _step_description(step_id, keys, fields, schema, time,
                                                    timeout, state))
     if not df.isStreaming:
-        function = BoundedHost(driver, layout, outputs, delay, single)
+        function = BoundedHost(driver, layout, outputs, delay, single, input_sides)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function),
                                                             schema=out_schema)
-    if event:
+    if event and input_sides is None:  # connect put one on each input already
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = _timeout(builder, driver, time, step_id)
     function = StreamingHost(driver, layout, outputs, timeout, single)

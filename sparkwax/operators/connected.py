@@ -118,11 +118,21 @@ def connect(*sides, key: KeySpec, builder: Callable, output_schema,
             columns.append((number, field.name, field.dataType, source))
             own.append((field.name, source))
         layout.append((name, tuple(own)))
+    def watermarked(column: str) -> bool:
+        return isinstance(time, EventTime) and column == time.column
+
     frames = []
     for number, side in enumerate(sides):
+        if isinstance(time, EventTime) and side.isStreaming:
+            # One watermark per input; Spark's default policy takes the minimum,
+            # so a side far ahead in event time cannot make the others late.
+            side = side.withWatermark(time.column, time.spark_delay)
         selected = [F.col(_q(k)).cast(first[k]).alias(k) for k in keys]
         selected.append(F.lit(number).cast("int").alias(SIDE_COLUMN))
-        selected.extend(F.col(_q(c)).cast(first[c]).alias(c) for c in shared)
+        # the time column keeps its type and its watermark (no cast: a cast
+        # would drop the metadata EventTimeTimeout looks for after the union)
+        selected.extend(F.col(_q(c)).alias(c) if watermarked(c)
+                        else F.col(_q(c)).cast(first[c]).alias(c) for c in shared)
         for owner, column, data_type, source in columns:
             selected.append(F.col(_q(column)).alias(source) if owner == number
                             else F.lit(None).cast(data_type).alias(source))
@@ -130,7 +140,7 @@ def connect(*sides, key: KeySpec, builder: Callable, output_schema,
     union = reduce(DataFrame.union, frames)
     wrapped = TaggedBuilder(builder, tuple(layout))
     return stateful(union, key=keys, builder=wrapped, output_schema=output_schema, time=time,
-                    order_by=order or None,
+                    order_by=order or None, input_sides=(SIDE_COLUMN, len(sides)),
                     step_id=step_id or f"connect:{wrapped.__qualname__}")
 
 

@@ -367,9 +367,11 @@ def join_window(windower: Windower, sides: Union[int, Sequence[Any]] = 2, *,
     inner = field_getter(ts, "ts")
     if inner is None:
         raise ConfigError("join_window needs ts=")
-    return window_operator("join_window", windower,
-                           Join(JoinConfig(sides, insert_mode, emit_mode)),
-                           ts=_SideValue(inner), lateness=lateness)
+    config = JoinConfig(sides, insert_mode, emit_mode)
+    operator = window_operator("join_window", windower, Join(config), ts=_SideValue(inner),
+                               lateness=lateness)
+    operator.sides = config.tags
+    return operator
 
 
 class _SideValue:

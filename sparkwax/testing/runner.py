@@ -26,7 +26,9 @@ from .._driver import Driver, sorted_keys
 from ..errors import ConfigError, InputError
 from ..timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout,
                       host_timeout_fired, require_aware, to_epoch_ms, to_epoch_us)
+from ..watermark import Watermark
 from .script import Batch, Crash, Eof, Step, Tick
+from .sides import InputSides
 
 RESTORE_MODES = ("always", "on_crash")
 
@@ -65,7 +67,8 @@ class Runner:
     """
 
     def __init__(self, builder: Callable, *, time=None, batch: bool = False, order_by=None,
-                 step_id: str = "stateful", restore: str = "always"):
+                 step_id: str = "stateful", restore: str = "always",
+                 sides: Optional[Sequence[Any]] = None):
         if restore not in RESTORE_MODES:
             raise ConfigError(f"restore must be one of {RESTORE_MODES}, got {restore!r}")
         self.time = time if time is not None else ProcessingTime()
@@ -76,7 +79,8 @@ class Runner:
         self.sort_values = value_sorter(order_by, self.time)
         self.restore = restore
         self.now_ms = 0                 # processing time, or the watermark
-        self.max_event_ms: Optional[int] = None
+        self.sides = InputSides(builder, sides, step_id)
+        self.clock = Watermark(getattr(self.time, "delay_ms", 0), self.sides.count)
         self.blobs: Dict[Any, bytes] = {}        # committed snapshots
         self.live: Dict[Any, Any] = {}           # live logic objects (restore="on_crash")
         self.timers: Dict[Any, int] = {}         # key -> next notify_at (ms)
@@ -212,19 +216,17 @@ class Runner:
             self.now_ms = to_epoch_ms(moment)
 
     def _advance_watermark(self, groups: Dict[Any, List[Any]]) -> None:
+        """Spark's watermark after a batch: per input (side), then the minimum."""
         if not isinstance(self.time, EventTime):
             return
-        column = self.time.column
+        column, side_of, see = self.time.column, self.sides.index_of, self.clock.see
         for key, values in groups.items():
             for value in values:
-                ms = event_time_us(self.step_id, key, value, column) // 1000
-                if self.max_event_ms is None or ms > self.max_event_ms:
-                    self.max_event_ms = ms
-        if self.max_event_ms is not None:
-            watermark = max(self.max_event_ms - self.time.delay_ms, self.now_ms)
-            if watermark > self.now_ms:
-                self.now_ms = watermark
-                self._pending_tick = True
+                see(event_time_us(self.step_id, key, value, column), side_of(key, value))
+        watermark = self.clock.advance()
+        if watermark > self.now_ms:
+            self.now_ms = watermark
+            self._pending_tick = True
 
     def _flush_tick(self) -> None:
         if self._pending_tick:
@@ -234,17 +236,21 @@ class Runner:
 def run(builder: Callable, script: Sequence[Step], **options) -> RunResult:
     """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic.
 
-    Options: ``time``, ``batch``, ``order_by``, ``step_id``, ``restore`` (see Runner).
+    Options: ``time``, ``batch``, ``order_by``, ``step_id``, ``restore``,
+    ``sides`` (see Runner).
     """
     return Runner(builder, **options).run(script)
 
 
 def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=None,
-                batch: bool = False, order_by=None, step_id: str = "stateful") -> RunResult:
+                batch: bool = False, order_by=None, step_id: str = "stateful",
+                sides: Optional[Sequence[Any]] = None) -> RunResult:
     """What the Spark engine does with a bounded (batch) DataFrame: each key's
     items as one ordered sequence (watermark per key, item by item, in
-    EventTime mode), then ``on_eof``."""
+    EventTime mode; per side, then the minimum, for ``Tagged`` values), then
+    ``on_eof``."""
     time = time if time is not None else ProcessingTime()
+    inputs = InputSides(builder, sides, step_id)
     driver = Driver(builder, step_id=step_id, batch=batch)
     sort_values = value_sorter(order_by, time)
     groups: Dict[Any, List[Any]] = {}
@@ -255,7 +261,9 @@ def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=Non
         values = sort_values(groups[key])
         if isinstance(time, EventTime):
             times = [event_time_us(step_id, key, v, time.column) for v in values]
-            act = driver.activate_bounded(key, values, event_times=times, delay_ms=time.delay_ms)
+            act = driver.activate_bounded(key, values, event_times=times, delay_ms=time.delay_ms,
+                                          sides=[inputs.index_of(key, v) for v in values],
+                                          side_count=inputs.count)
         else:
             act = driver.activate_bounded(key, values)
         result.outputs.extend(zip(repeat(key), act.emits))

@@ -10,7 +10,8 @@ MODULES = [
     "sparkwax._driver", "sparkwax.testing", "sparkwax.testing.runner",
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
     "sparkwax.testing.strategies.check", "sparkwax.state_cli", "sparkwax.operators.windowers",
-    "sparkwax.operators.window_aggs", "sparkwax.demo.report",
+    "sparkwax.operators.window_aggs", "sparkwax.demo.report", "sparkwax.watermark",
+    "sparkwax.testing.sides",
 ]
 
 
