@@ -31,6 +31,10 @@ from .script import Batch, Crash, Eof, Step, Tick
 from .sides import InputSides
 
 RESTORE_MODES = ("always", "on_crash")
+AFTER_EOF = ("Eof() ends a run, as `sparkwax.finish` ends a stream: finish runs on_eof "
+             "on the checkpoint's state without changing it, so a stream restarted "
+             "after finish continues from the state before EOF. To test that, run the "
+             "script without Eof() and continue it; start a new run for a new stream")
 
 
 @dataclass
@@ -64,6 +68,9 @@ class Runner:
     snapshot at every activation, exactly as on Spark; ``"on_crash"`` keeps
     live objects between batches like a long-running Bytewax worker and
     restores only after ``crash()`` (faster; ``check_logic`` compares both).
+    ``sides``: the side names of a connected step in EventTime mode (one
+    watermark per side, the smallest wins; see ``sparkwax.watermark``);
+    default: the ``sides`` of a join builder. ``Eof()`` ends the run.
     """
 
     def __init__(self, builder: Callable, *, time=None, batch: bool = False, order_by=None,
@@ -87,15 +94,21 @@ class Runner:
         self.timeouts: Dict[Any, int] = {}       # key -> what Spark would have armed
         self.result = RunResult()
         self._pending_tick = False
+        self.ended = False              # Eof() ran: the run is over
 
     # -- steps ----------------------------------------------------------------
 
     def run(self, script: Sequence[Step]) -> RunResult:
-        for step in script:
+        for number, step in enumerate(script):
+            if self.ended:
+                raise ConfigError(f"script step {number} ({type(step).__name__}) comes after "
+                                  f"Eof(); {AFTER_EOF}")
             self.step(step)
         return self.finish()
 
     def step(self, step: Step) -> None:
+        if self.ended:
+            raise ConfigError(f"{type(step).__name__} after Eof(); {AFTER_EOF}")
         if isinstance(step, Batch):
             self.batch(step.items, now=step.now)
         elif isinstance(step, Tick):
@@ -109,6 +122,7 @@ class Runner:
 
     def batch(self, items: Sequence[Tuple[Any, Any]], now: Optional[datetime] = None) -> None:
         """A micro-batch with data."""
+        self._refuse_after_eof("Batch")
         self._set_now(now)
         groups: Dict[Any, List[Any]] = {}
         for pair in items:
@@ -128,6 +142,7 @@ class Runner:
 
     def tick(self, now: Optional[datetime] = None) -> None:
         """A micro-batch without data: only keys whose timeout fired run."""
+        self._refuse_after_eof("Tick")
         self._set_now(now)
         self._pending_tick = False
         for key in sorted_keys([k for k, t in self.timeouts.items()
@@ -136,14 +151,18 @@ class Runner:
 
     def crash(self) -> None:
         """Drop every live object; keys restore from their committed snapshots."""
+        self._refuse_after_eof("Crash")
         for key, logic in self.live.items():
             self.blobs[key] = recovery.encode(self.driver.snapshot(key, logic),
                                               step_id=self.step_id, key=key)
         self.live.clear()
 
     def eof(self) -> None:
-        """End of input: a trailing no-data batch if time moved, then on_eof per key."""
+        """End of input: a trailing no-data batch if time moved, then on_eof per
+        key. It ends the run: no step may follow (see ``AFTER_EOF``)."""
+        self._refuse_after_eof("Eof")
         self._flush_tick()
+        self.ended = True
         for key in sorted_keys(list(self.blobs) + list(self.live)):
             self._activate(key, (), eof=True)
 
@@ -162,6 +181,10 @@ class Runner:
         return result
 
     # -- internals ------------------------------------------------------------
+
+    def _refuse_after_eof(self, what: str) -> None:
+        if self.ended:
+            raise ConfigError(f"{what} after Eof(); {AFTER_EOF}")
 
     def _activate(self, key, values: Sequence, eof: bool = False) -> None:
         values = self.sort_values(values) if len(values) > 1 else values
