@@ -24,12 +24,13 @@ no semantics of their own. An activation is:
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 from . import recovery
 from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicError,
-                     NotifyAtError, ReturnValueError)
+                     LostStateWarning, NotifyAtError, ReturnValueError)
 from .timers import UTC, from_epoch_ms, is_due, require_aware, timer_ms
 from .watermark import Watermark
 
@@ -65,14 +66,20 @@ class Driver:
         self.step_id = step_id
         self.batch = batch
         self._entry = "on_batch" if batch else "on_item"
+        self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
 
     # -- streaming: one micro-batch activation ---------------------------------
 
     def activate(self, key, stored: Optional[bytes], values: Sequence, now_ms: Optional[int],
-                 *, eof: bool = False, event_times: Optional[Sequence[int]] = None) -> Activation:
-        """One activation of ``key``: restore, timer, items, EOF, commit."""
+                 *, eof: bool = False, event_times: Optional[Sequence[int]] = None,
+                 committed_timer: Any = NO_VALUE) -> Activation:
+        """One activation of ``key``: restore, timer, items, EOF, commit.
+        ``committed_timer``: the timer committed with ``stored``, if the host
+        kept it; a rebuilt logic that disagrees gets a LostStateWarning."""
         self.check_key(key, values)
         logic = self.restore(key, stored) if stored is not None else None
+        if logic is not None and committed_timer is not NO_VALUE:
+            self.check_rebuilt_timer(key, logic, committed_timer)
         logic, emits, late, touched = self.run(key, logic, values, now_ms, eof=eof,
                                                event_times=event_times, restored=True)
         if not touched and logic is not None:
@@ -93,6 +100,26 @@ class Driver:
         """``builder(decode(stored))``, with errors naming the step and key."""
         snapshot = recovery.decode(stored, step_id=self.step_id, key=key)
         return self.build(key, snapshot)
+
+    def check_rebuilt_timer(self, key, logic, committed: Optional[int]) -> None:
+        """Warn (once per step) when a logic rebuilt from its snapshot has
+        another ``notify_at()`` than the logic that committed that snapshot:
+        it kept state outside ``snapshot()``, which a Bytewax worker keeps
+        between activations but Spark (and sparkwax) rebuild without."""
+        rebuilt = self.next_timer(key, logic)
+        if rebuilt == committed or self.lost_state:
+            return
+        inner = getattr(logic, "inner", logic)  # connect's wrapper: name the user's class
+        shown = [None if ms is None else from_epoch_ms(ms).isoformat()
+                 for ms in (committed, rebuilt)]
+        message = (f"step {self.step_id!r}: {type(inner).__qualname__} rebuilt from its "
+                   f"snapshot (key {key!r}) has notify_at() = {shown[1]}, but the logic "
+                   f"that committed the snapshot had {shown[0]}. Every activation rebuilds "
+                   f"the logic with builder(snapshot) (as Spark's state store does), so "
+                   f"state kept outside snapshot() is lost: put it in snapshot(). "
+                   f"(Warned once per step.)")
+        self.lost_state.append(message)
+        warnings.warn(message, LostStateWarning, stacklevel=2)
 
     def build(self, key, snapshot):
         try:

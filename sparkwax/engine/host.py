@@ -45,9 +45,10 @@ class StreamingHost:
                 pass
         else:
             values, times = values_and_times(group_frame(frames), self.layout)
-        stored = state.get[0] if state.exists else None
+        stored, committed_timer = state.get if state.exists else (None, None)
         now_ms = self._now(state)
-        act = self.driver.activate(key, stored, values, now_ms, event_times=times)
+        act = self.driver.activate(key, stored, values, now_ms, event_times=times,
+                                   committed_timer=committed_timer)
         if act.state is None:
             state.remove()
         else:

@@ -46,6 +46,7 @@ class RunResult:
     timers: Dict[Any, datetime] = field(default_factory=dict)    # key -> next notify_at (UTC)
     late: int = 0                                                # values dropped as late
     activations: int = 0
+    lost_state: List[str] = field(default_factory=list)          # LostStateWarning messages
 
     @property
     def by_key(self) -> Dict[Any, List[Any]]:
@@ -178,6 +179,7 @@ class Runner:
                 result.snapshots[key] = recovery.decode(self.blobs[key], step_id=self.step_id,
                                                         key=key)
         result.timers = {k: from_epoch_ms(t) for k, t in self.timers.items()}
+        result.lost_state = list(self.driver.lost_state)
         return result
 
     # -- internals ------------------------------------------------------------
@@ -190,8 +192,10 @@ class Runner:
         values = self.sort_values(values) if len(values) > 1 else values
         event_times = self._event_times(key, values)
         if self.restore == "always":
-            act = self.driver.activate(key, self.blobs.get(key), values, self.now_ms,
-                                       eof=eof, event_times=event_times)
+            stored = self.blobs.get(key)
+            act = self.driver.activate(key, stored, values, self.now_ms, eof=eof,
+                                       event_times=event_times,
+                                       committed_timer=self.timers.get(key))
             if act.state is None:
                 self.blobs.pop(key, None)
             else:
@@ -201,6 +205,7 @@ class Runner:
             logic = self.live.pop(key, None)
             if logic is None and key in self.blobs:
                 logic = self.driver.restore(key, self.blobs.pop(key))
+                self.driver.check_rebuilt_timer(key, logic, self.timers.get(key))
             logic, emits, late, _ = self.driver.run(key, logic, values, self.now_ms, eof=eof,
                                                     event_times=event_times)
             timer = None

@@ -43,6 +43,12 @@ _HINTS = {
     "roundtrip": (
         "builder(snapshot).snapshot() does not give the snapshot back: __init__ and "
         "snapshot() disagree about the state's shape."),
+    "lost_state": (
+        "A logic rebuilt from its snapshot has another notify_at() than the logic that "
+        "committed the snapshot: it keeps state (say its next timer) outside snapshot(). "
+        "A Bytewax worker keeps live objects, so this works there; Spark and sparkwax "
+        "rebuild the logic at every activation, so the state is lost. Put it in "
+        "snapshot()."),
     "determinism": (
         "Two identical runs gave different results: the logic depends on something "
         "outside its state (wall clock, randomness, set/dict order of unhashable "
@@ -64,7 +70,9 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
         snapshots equal those of a run that keeps live objects;
     (b) every final snapshot pickles and ``builder(snapshot).snapshot()``
         returns it;
-    (c) runs are deterministic.
+    (c) runs are deterministic;
+    (d) a logic rebuilt from its snapshot has the same ``notify_at()`` as the
+        logic that committed it (no LostStateWarning).
 
     ``items`` is a strategy of ``(key, value)`` lists (see ``keyed_items`` and
     ``timestamped_items``); ``time``, ``batch`` and ``order_by`` as for run().
@@ -88,6 +96,8 @@ def _check_script(builder, script, options) -> None:
     live = run(builder, calm, restore="on_crash", **options)
     spark_like = run(builder, script, restore="always", **options)
     crashed_live = run(builder, script, restore="on_crash", **options)
+    if spark_like.lost_state:
+        _fail("lost_state", script, "\n".join(spark_like.lost_state))
     _compare("restore", script, live, spark_like, "restored every activation (as on Spark)")
     _compare("restore", script, live, crashed_live, "live objects, crashing where the script says")
     again = run(builder, script, restore="always", **options)
