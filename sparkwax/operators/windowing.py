@@ -84,6 +84,10 @@ class WindowConfig:
         self.windower = windower
         self.session = isinstance(windower, SessionWindower)
         self.session_ids = self.session and session_ids   # keep the id counter (Bytewax)
+        # Ordered sessions are numbered when they close: Bytewax applies ordered
+        # values in time order, so its sessions never merge and their ids follow
+        # time order, which is close order.
+        self.number_at_close = self.session_ids and ordered
         if not isinstance(ordered, bool):
             raise ConfigError(f"ordered must be True or False, got {ordered!r}")
         self.time_of = time_getter(ts)
@@ -100,7 +104,9 @@ class WindowLogic(StatefulLogic):
     ``known`` the latest engine clock the key knows of (``sw.now()`` when its
     timer fired). Session windows add a fourth entry, the key's next session
     id (Bytewax numbers a key's sessions 0, 1, 2...), and so keep that
-    counter for as long as the key lives, as Bytewax does. A session's
+    counter for as long as the key lives, as Bytewax does (with
+    ``ordered=True`` a session gets its number when it closes: sessions close
+    in time order, which is how Bytewax numbers ordered ones). A session's
     ``close_time`` inside is its last value's time plus the gap (when it
     closes); it is reported as the last value's time, Bytewax's metadata."""
 
@@ -208,7 +214,7 @@ class WindowLogic(StatefulLogic):
                 target = window_id
                 break
         if target is None:
-            if config.session_ids:
+            if config.session_ids and not config.number_at_close:
                 target = self.next_id
                 self.next_id += 1
             else:
@@ -270,6 +276,9 @@ class WindowLogic(StatefulLogic):
     def _close(self, window_id, emits) -> None:
         open_time, close_time, count, acc = self.windows.pop(window_id)
         close_time = self._shown_close(close_time)
+        if self.config.number_at_close:
+            window_id = self.next_id
+            self.next_id += 1
         for out in self.config.agg.close(acc, count):
             emits.append(self.config.result(window_id, open_time, close_time, out))
 

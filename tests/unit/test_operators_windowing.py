@@ -365,13 +365,17 @@ def test_join_window_over_sessions_merges_sides():
 
 
 def test_snapshots_are_plain_data():
-    for ordered, acc in ((False, [[ev(0, "a")], [ev(1, "b")]]),
-                         (True, [(0, ev(0, "a")), (1, ev(1, "b"))])):   # values kept until close
+    # unordered: session 0, the next one will be 1; ordered: the values are kept
+    # until the close, which numbers the session (inside, its first time in µs)
+    first_us = int((t(0) - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds()) * 10**6
+    for ordered, window_id, acc, next_id in (
+            (False, 0, [[ev(0, "a")], [ev(1, "b")]], 1),
+            (True, first_us, [(0, ev(0, "a")), (1, ev(1, "b"))], 0)):
         runner = Runner(join_window(SESSIONS, 2, insert_mode="product", ordered=ordered),
                         time=sw.EventTime("ts"))
         runner.step(Batch([("k", Tagged(0, ev(0, "a"))), ("k", Tagged(1, ev(1, "b")))]))
         snapshot = runner.finish().snapshots["k"]
-        assert snapshot == (None, None, ((0, t(0), t(11), 2, acc),), 1)   # next session: 1
+        assert snapshot == (None, None, ((window_id, t(0), t(11), 2, acc),), next_id)
         assert b"sparkwax" not in pickle.dumps(snapshot)   # no sparkwax classes inside
 
 
