@@ -27,6 +27,7 @@ ROWS = [("a", 3, 1), ("b", 1, 10), ("a", 1, 2), ("a", 2, 3), ("b", 12, 11), ("a"
         ("a", 11, 5), ("b", 4, 12), ("a", 30, 6), ("b", 31, 13), ("a", 27, 7), ("b", 13, 14),
         ("a", 45, 8), ("b", 22, 15)]
 VALUE_STRUCT = "struct<ts: timestamp, x: long, seq: long>"
+VALUE_FIELDS = "ts timestamp, x long, seq long"   # a dict emit fills a row by field name
 
 
 def items(rows=ROWS):
@@ -105,14 +106,14 @@ def family_cases() -> List[Case]:
         Case("fold_final", lambda f, s: op.fold_final("f", s, _new_list, _append_x),
              ops.fold_final(_new_list, _append_x), "value array<long>"),
         Case("reduce_final", lambda f, s: op.reduce_final("r", s, _reducer),
-             ops.reduce_final(_reducer), f"value {VALUE_STRUCT}"),
+             ops.reduce_final(_reducer), VALUE_FIELDS),
         # Bytewax's count_final takes an unkeyed stream and key=: here the pairs
         Case("count_final", lambda f, s: op.count_final("c", s, key=lambda kv: kv[0]),
              ops.count_final(), "value long"),
         Case("max_final", lambda f, s: op.max_final("x", s, by=_x),
-             ops.max_final(by="x"), f"value {VALUE_STRUCT}"),
+             ops.max_final(by="x"), VALUE_FIELDS),
         Case("min_final", lambda f, s: op.min_final("n", s, by=_x),
-             ops.min_final(by="x"), f"value {VALUE_STRUCT}"),
+             ops.min_final(by="x"), VALUE_FIELDS),
     ]
     for insert_mode in ("first", "last", "product"):
         for emit_mode in ("complete", "final", "running"):
