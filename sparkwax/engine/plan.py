@@ -84,6 +84,10 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     if not keys:
         raise ConfigError(f"step {step_id!r}: key must name at least one column")
     event = isinstance(time, EventTime)
+    if event and not isinstance(time.column, str):
+        raise ConfigError(f"step {step_id!r}: on Spark, EventTime needs the event-time "
+                          f"column's name, got {time.column!r} (a callable works offline "
+                          f"only)")
     if event:
         _require_columns(step_id, "EventTime column", [time.column], fields)
         if not isinstance(fields[time.column].dataType, T.TimestampType):

@@ -31,6 +31,7 @@ from .script import Batch, Crash, Eof, Step, Tick
 from .sides import InputSides
 
 RESTORE_MODES = ("always", "on_crash")
+_MISSING = object()
 AFTER_EOF = ("Eof() ends a run, as `sparkwax.finish` ends a stream: finish runs on_eof "
              "on the checkpoint's state without changing it, so a stream restarted "
              "after finish continues from the state before EOF. To test that, run the "
@@ -304,14 +305,25 @@ def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=Non
     return result
 
 
-def event_time_us(step_id: str, key, value, column: str) -> int:
-    """The event time of an offline value (``value[column]``, an aware datetime)."""
-    try:
-        moment = value[column]
-    except (KeyError, TypeError, IndexError):
-        raise InputError(step_id, key, "event time", value,
-                         f"EventTime({column!r}) needs each value to be a mapping with "
-                         f"a {column!r} field") from None
+def event_time_us(step_id: str, key, value, column) -> int:
+    """The event time of an offline value, an aware datetime: ``value[column]``
+    for a mapping (or a ``Tagged`` one), else ``value.<column>`` (a dataclass
+    event), or ``column(value)`` when ``column`` is a callable."""
+    if callable(column):
+        try:
+            moment = column(value)
+        except Exception as error:
+            raise InputError(step_id, key, "event time", value,
+                             f"the EventTime callable {column!r} raised {error!r}") from error
+    else:
+        try:
+            moment = value[column]
+        except (KeyError, TypeError, IndexError):
+            moment = getattr(value, column, _MISSING)
+            if moment is _MISSING:
+                raise InputError(step_id, key, "event time", value,
+                                 f"EventTime({column!r}) needs each value to have a "
+                                 f"{column!r} field (a mapping key or an attribute)") from None
     try:
         return to_epoch_us(require_aware(moment))
     except (TypeError, ValueError) as error:
@@ -326,6 +338,14 @@ def value_sorter(order_by, time) -> Callable[[Sequence], Sequence]:
     field in EventTime mode, else arrival order. Stable; None sorts first."""
     if order_by is None and isinstance(time, EventTime):
         order_by = time.column
+        if callable(order_by):
+            getter = order_by
+
+            def order_by(value):   # a failing getter is reported by the event-time check
+                try:
+                    return (True, getter(value))
+                except Exception:
+                    return (False, 0)
     if order_by is None:
         return lambda values: values
     if callable(order_by):
@@ -334,7 +354,13 @@ def value_sorter(order_by, time) -> Callable[[Sequence], Sequence]:
     if not columns or not all(isinstance(c, str) for c in columns):
         raise ConfigError(f"order_by must name fields, got {order_by!r}")
 
+    def field(value, name):
+        try:
+            return value[name]
+        except (KeyError, TypeError, IndexError):
+            return getattr(value, name, None)   # missing: the event-time check says so
+
     def sort_key(value):
-        return tuple((value[c] is not None, value[c]) for c in columns)
+        return tuple((field(value, c) is not None, field(value, c)) for c in columns)
 
     return lambda values: sorted(values, key=sort_key)
