@@ -142,3 +142,17 @@ def test_callback_errors_are_runtime_errors_like_bytewaxs():
         run(Broken, [Batch([("k", 1)])], step_id="prices")
     assert isinstance(caught.value, sw.CallbackError) and \
         isinstance(caught.value.__cause__, KeyError)
+
+
+def test_the_packed_host_keeps_the_committed_timer_per_key():
+    pytest.importorskip("pyspark")
+    from sparkwax.engine.bucket import Bucket
+
+    bucket = Bucket.empty()
+    bucket.put("a", b"blob-a", 1_000, 999)
+    bucket.put("b", b"blob-b", None, None)
+    assert (bucket.timer("a"), bucket.timer("b"), bucket.timer("zz")) == (1_000, None, None)
+    stored, _ = bucket.encode()
+    again = Bucket.decode(stored)
+    assert (again.timer("a"), again.timer("b")) == (1_000, None)
+    assert type(again.timer("a")) is int

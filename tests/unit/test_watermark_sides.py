@@ -105,3 +105,17 @@ def test_watermark_rules():
     with pytest.raises(ValueError):
         Watermark(inputs=0)
     assert not Watermark().seen and Tagged("a", 1).side == "a"
+
+
+def test_check_logic_takes_the_sides():
+    from hypothesis import strategies as st
+
+    from sparkwax.testing import check_logic
+
+    value = st.builds(lambda m: {"ts": T0 + timedelta(minutes=m)}, st.integers(0, 30))
+    items = st.lists(st.tuples(st.sampled_from("ab"),
+                               st.builds(Tagged, st.sampled_from(["l", "r"]), value)))
+    seen = stateful_map(lambda state, item: ((state or 0) + 1, item.side))
+    check_logic(seen, items=items, time=TIME, sides=["l", "r"], max_examples=10)
+    with pytest.raises(ConfigError, match="sides="):
+        check_logic(seen, items=items.filter(bool), time=TIME, max_examples=10)

@@ -62,7 +62,8 @@ class LogicCheckFailed(AssertionError, SparkwaxError):
 
 def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False,
                 order_by=None, step_id: str = "check", max_examples: int = 100,
-                eof: bool = True, settings: Optional[hypothesis_settings] = None) -> None:
+                eof: bool = True, settings: Optional[hypothesis_settings] = None,
+                sides=None) -> None:
     """Property-test ``builder``'s logic on generated scripts; raise
     LogicCheckFailed with the shrunk script on the first broken property:
 
@@ -75,9 +76,10 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
         logic that committed it (no LostStateWarning).
 
     ``items`` is a strategy of ``(key, value)`` lists (see ``keyed_items`` and
-    ``timestamped_items``); ``time``, ``batch`` and ``order_by`` as for run().
+    ``timestamped_items``); ``time``, ``batch``, ``order_by`` and ``sides``
+    (a connected step's side names) as for run().
     """
-    options = dict(time=time, batch=batch, order_by=order_by, step_id=step_id)
+    options = dict(time=time, batch=batch, order_by=order_by, step_id=step_id, sides=sides)
     strategy = scripts_strategy(items=items, time=time, eof=eof)
     chosen = settings or hypothesis_settings(
         max_examples=max_examples, deadline=None, database=None,
