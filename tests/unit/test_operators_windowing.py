@@ -384,3 +384,31 @@ def test_window_schema():
                                      "timestamp, value long, late string")
     assert window_schema("double", late="struct<ts: timestamp>").endswith(
         "late struct<ts: timestamp>")
+
+
+@pytest.mark.parametrize("ordered,xs_in_window", [(True, [2, 3, 1]), (False, [1, 2, 3])])
+def test_ordered_applies_a_windows_values_in_time_order(ordered, xs_in_window):
+    # arrival: 3 min (x=1), then 1 min (x=2) and 2 min (x=3) in later batches
+    script = [Batch([("a", ev(3, 1))]), Batch([("a", ev(1, 2))]), Batch([("a", ev(2, 3))]),
+              Eof()]
+    time = sw.EventTime("ts", watermark="1 hour")
+    collected = run(collect_window(TEN, ordered=ordered), script, time=time).by_key["a"]
+    assert [xs(w.value) for w in collected] == [xs_in_window]
+    folded = run(fold_window(TEN, list, lambda acc, v: acc + [v["x"]], ordered=ordered),
+                 script, time=time).by_key["a"]
+    assert [w.value for w in folded] == [xs_in_window]
+    first = run(join_window(TEN, ["l", "r"], insert_mode="first", ordered=ordered),
+                [Batch([("a", Tagged("l", ev(3, 1)))]), Batch([("a", Tagged("l", ev(1, 2)))]),
+                 Eof()], time=time).by_key["a"]
+    assert [w.value[0]["x"] for w in first] == [xs_in_window[0]]   # "first" in event time
+
+
+def test_ordered_sessions_are_numbered_in_time_order_like_bytewaxs():
+    # session [20] arrives before session [0]; Bytewax applies ordered values in
+    # time order, so [0] is session 0 and [20] session 1
+    script = [Batch([("a", ev(20, 1))]), Batch([("a", ev(0, 2))]), Eof()]
+    time = sw.EventTime("ts", watermark="1 hour")
+    ordered = run(collect_window(SESSIONS), script, time=time).by_key["a"]
+    assert [(w.window_id, xs(w.value)) for w in ordered] == [(0, [2]), (1, [1])]
+    unordered = run(count_window(SESSIONS), script, time=time).by_key["a"]
+    assert sorted((w.window_id, w.open_time.minute) for w in unordered) == [(0, 20), (1, 0)]
