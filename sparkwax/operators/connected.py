@@ -107,6 +107,14 @@ def connect(*sides, key: KeySpec, builder: Callable, output_schema,
             raise ConfigError(f"connect: side {name!r} lacks column(s) {missing} (key, time "
                               f"and order_by columns must exist on every side); it has "
                               f"{side.columns}")
+    if isinstance(time, EventTime):
+        for name, side in zip(names, sides):
+            kind = side.schema[time.column].dataType
+            if kind.typeName() != "timestamp":
+                raise ConfigError(f"connect: side {name!r}: the EventTime column "
+                                  f"{time.column!r} must be a timestamp on every side (each "
+                                  f"side keeps its own watermark), it is "
+                                  f"{kind.simpleString()}")
     columns: List[Tuple[int, str, Any, str]] = []
     layout = []
     for number, (name, side) in enumerate(zip(names, sides)):

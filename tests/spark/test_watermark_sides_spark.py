@@ -13,6 +13,8 @@ import json
 import os
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 import sparkwax as sw
 import sparkwax.operators as ops
 from sparkwax.testing import Batch, run, run_bounded
@@ -129,3 +131,12 @@ def test_bounded_connect_keeps_a_watermark_per_side(spark):
     assert offline.late == 0
     assert got == offline.by_key["m1"]
     assert len(got) == 6
+
+
+def test_connect_needs_a_timestamp_event_column_on_every_side(spark):
+    readings = spark.createDataFrame([("m1", t(0), 1, 20.0)], READINGS)
+    texts = spark.createDataFrame([("m1", "2024-01-01", 2, "ann")],
+                                  "machine string, ts string, seq long, crew string")
+    with pytest.raises(sw.ConfigError, match="side 'maintenance'.*'ts' must be a timestamp"):
+        ops.connect(readings, texts, key="machine", builder=SideLog, names=SIDES, time=TIME,
+                    output_schema="side string, minute long")
