@@ -82,3 +82,21 @@ def test_now_in_on_eof_is_the_watermark_and_the_epoch_before_any_data():
 def test_fold_final_snapshot_is_a_one_tuple():
     result = run(ops.fold_final(list, lambda acc, v: acc + [v]), [Batch([("k", 1), ("k", 2)])])
     assert result.snapshots == {"k": ([1, 2],)}   # Bytewax: the bare accumulator [1, 2]
+
+
+def test_a_failing_callback_is_a_runtime_error_in_both():
+    bytewax_operators = pytest.importorskip("bytewax.operators")
+    from bytewax.dataflow import Dataflow
+    from bytewax.testing import TestingSink, TestingSource, run_main
+
+    def broken(state, value):
+        return {}["missing"]
+
+    flow = Dataflow("porting_errors")
+    stream = bytewax_operators.input("in", flow, TestingSource([("k", 1)]))
+    bytewax_operators.output("out", bytewax_operators.stateful_map("m", stream, broken),
+                             TestingSink([]))
+    with pytest.raises(RuntimeError):
+        run_main(flow)
+    with pytest.raises(RuntimeError, match="key 'k', on_item"):
+        run(ops.stateful_map(broken), [Batch([("k", 1)])])
