@@ -9,8 +9,8 @@ The Spark entry points (``stateful``, ``stateful_batch``, ``local_session``,
 """
 
 from .errors import (BuilderError, CallbackError, ConfigError, InputError, LogicError,
-                     NotifyAtError, ReturnValueError, SchemaError, SnapshotError,
-                     SparkwaxError)
+                     LostStateWarning, NotifyAtError, ReturnValueError, SchemaError,
+                     SnapshotError, SparkwaxError)
 from ._driver import now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from .progress import follow
@@ -27,7 +27,7 @@ _EXPORTED_ENGINE = _ENGINE_NAMES if _find_spec("pyspark") is not None else ()
 
 __all__ = sorted([
     "Builder", "BuilderError", "CallbackError", "ConfigError", "DISCARD", "EventTime",
-    "InputError", "LogicError", "NotifyAtError", "ProcessingTime", "RETAIN",
+    "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
     "StatefulLogic", "follow", "now", *_EXPORTED_ENGINE,
 ])

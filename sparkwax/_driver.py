@@ -24,13 +24,15 @@ no semantics of their own. An activation is:
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 from . import recovery
 from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicError,
-                     NotifyAtError, ReturnValueError)
+                     LostStateWarning, NotifyAtError, ReturnValueError)
 from .timers import UTC, from_epoch_ms, is_due, require_aware, timer_ms
+from .watermark import Watermark
 
 
 class Activation(NamedTuple):
@@ -44,6 +46,7 @@ class Activation(NamedTuple):
 
 
 _NO_EVENT_TIMES: Sequence[int] = ()
+_ONE_INPUT = (0,)
 
 
 class Driver:
@@ -63,14 +66,20 @@ class Driver:
         self.step_id = step_id
         self.batch = batch
         self._entry = "on_batch" if batch else "on_item"
+        self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
 
     # -- streaming: one micro-batch activation ---------------------------------
 
     def activate(self, key, stored: Optional[bytes], values: Sequence, now_ms: Optional[int],
-                 *, eof: bool = False, event_times: Optional[Sequence[int]] = None) -> Activation:
-        """One activation of ``key``: restore, timer, items, EOF, commit."""
+                 *, eof: bool = False, event_times: Optional[Sequence[int]] = None,
+                 committed_timer: Any = NO_VALUE) -> Activation:
+        """One activation of ``key``: restore, timer, items, EOF, commit.
+        ``committed_timer``: the timer committed with ``stored``, if the host
+        kept it; a rebuilt logic that disagrees gets a LostStateWarning."""
         self.check_key(key, values)
         logic = self.restore(key, stored) if stored is not None else None
+        if logic is not None and committed_timer is not NO_VALUE:
+            self.check_rebuilt_timer(key, logic, committed_timer)
         logic, emits, late, touched = self.run(key, logic, values, now_ms, eof=eof,
                                                event_times=event_times, restored=True)
         if not touched and logic is not None:
@@ -91,6 +100,26 @@ class Driver:
         """``builder(decode(stored))``, with errors naming the step and key."""
         snapshot = recovery.decode(stored, step_id=self.step_id, key=key)
         return self.build(key, snapshot)
+
+    def check_rebuilt_timer(self, key, logic, committed: Optional[int]) -> None:
+        """Warn (once per step) when a logic rebuilt from its snapshot has
+        another ``notify_at()`` than the logic that committed that snapshot:
+        it kept state outside ``snapshot()``, which a Bytewax worker keeps
+        between activations but Spark (and sparkwax) rebuild without."""
+        rebuilt = self.next_timer(key, logic)
+        if rebuilt == committed or self.lost_state:
+            return
+        inner = getattr(logic, "inner", logic)  # connect's wrapper: name the user's class
+        shown = [None if ms is None else from_epoch_ms(ms).isoformat()
+                 for ms in (committed, rebuilt)]
+        message = (f"step {self.step_id!r}: {type(inner).__qualname__} rebuilt from its "
+                   f"snapshot (key {key!r}) has notify_at() = {shown[1]}, but the logic "
+                   f"that committed the snapshot had {shown[0]}. Every activation rebuilds "
+                   f"the logic with builder(snapshot) (as Spark's state store does), so "
+                   f"state kept outside snapshot() is lost: put it in snapshot(). "
+                   f"(Warned once per step.)")
+        self.lost_state.append(message)
+        warnings.warn(message, LostStateWarning, stacklevel=2)
 
     def build(self, key, snapshot):
         try:
@@ -169,10 +198,13 @@ class Driver:
 
     def activate_bounded(self, key, values: Sequence, *,
                          event_times: Optional[Sequence[int]] = None,
-                         delay_ms: int = 0) -> Activation:
+                         delay_ms: int = 0, sides: Optional[Sequence[int]] = None,
+                         side_count: int = 1) -> Activation:
         """A key of a bounded (batch) input, as if each item were its own
         micro-batch: in EventTime mode the key's watermark (max event time so
-        far minus ``delay_ms``) advances item by item, due timers fire before
+        far minus ``delay_ms``; with ``sides``, the input index of each item,
+        the smallest of the ``side_count`` inputs' watermarks, see
+        ``sparkwax.watermark``) advances item by item, due timers fire before
         the next item and late items are dropped; then ``on_eof``.
         Without event times no timer fires before ``on_eof``."""
         self.check_key(key, values)
@@ -180,28 +212,33 @@ class Driver:
         if event_times is None:
             logic, emits, late, _ = self.run(key, None, values, None, eof=True)
             return self.commit(key, logic, emits, late)
-        logic, late, max_ms, position, n = None, 0, None, 0, len(values)
+        if sides is None:
+            sides = _ONE_INPUT * len(values) if side_count == 1 else None
+        if sides is None or len(sides) != len(values):
+            raise ValueError(f"{len(values)} values need one side index each")
+        clock = Watermark(delay_ms, side_count)
+        logic, late, position, n = None, 0, 0, len(values)
         global _NOW_MS
         while position < n:
-            watermark = _NOW_MS = _watermark(max_ms, delay_ms)
+            watermark = _NOW_MS = clock.advance()
             if logic is not None and is_due(self.next_timer(key, logic), watermark):
                 if self._call(key, logic, "on_notify", emits):
                     logic = None
-            end = self._run_end(key, logic, event_times, position, max_ms, delay_ms)
+            end = self._run_end(key, logic, event_times, sides, position, clock)
             chunk_values, chunk_times = values[position:end], event_times[position:end]
             logic, more, chunk_late, _ = self.run(key, logic, chunk_values, watermark,
                                                   event_times=chunk_times, restored=False)
             emits.extend(more)
             late += chunk_late
-            for micros in chunk_times:
-                max_ms = _max_ms(max_ms, micros)
+            for index in range(position, end):
+                clock.see(event_times[index], sides[index])
             position = end
-        watermark = _watermark(max_ms, delay_ms)
+        watermark = clock.advance()
         logic, more, _, _ = self.run(key, logic, (), watermark, eof=True, restored=True)
         emits.extend(more)
         return self.commit(key, logic, emits, late)
 
-    def _run_end(self, key, logic, event_times, start, max_ms, delay_ms) -> int:
+    def _run_end(self, key, logic, event_times, sides, start, clock: Watermark) -> int:
         """End of the next run of items given in one go: one item for
         StatefulLogic; for StatefulBatchLogic every item up to the one before
         which the current timer would become due (or, for items that would be
@@ -210,12 +247,13 @@ class Driver:
             return start + 1
         timer = self.next_timer(key, logic) if logic is not None else None
         end = start + 1
-        running = _max_ms(max_ms, event_times[start])
+        running = clock.copy()
+        running.see(event_times[start], sides[start])
         while end < len(event_times):
-            watermark = _watermark(running, delay_ms)
+            watermark = running.advance()
             if is_due(timer, watermark) or event_times[end] <= watermark * 1000:
                 break
-            running = _max_ms(running, event_times[end])
+            running.see(event_times[end], sides[end])
             end += 1
         return end
 
@@ -320,17 +358,6 @@ def _drop_late(values: Sequence, event_times: Sequence[int], watermark_us: int):
         raise ValueError(f"{len(event_times)} event times for {len(values)} values")
     kept = [v for v, t in zip(values, event_times) if t > watermark_us]
     return kept, len(values) - len(kept)
-
-
-def _watermark(max_ms: Optional[int], delay_ms: int) -> int:
-    """Spark's watermark: max event time (ms) minus the delay; 0 before any data."""
-    return 0 if max_ms is None else max(max_ms - delay_ms, 0)
-
-
-def _max_ms(current: Optional[int], micros: int) -> Optional[int]:
-    """Max event time in ms (a late item is below it anyway, so it never moves it)."""
-    ms = micros // 1000
-    return ms if current is None or ms > current else current
 
 
 def sorted_keys(keys: List[Any]) -> List[Any]:

@@ -72,8 +72,10 @@ def _rebuild(cls, attrs, message):
     return err
 
 
-class CallbackError(LogicError):
-    """A user callback (on_item, on_notify, ...) raised; the cause is chained."""
+class CallbackError(LogicError, RuntimeError):
+    """A user callback (on_item, on_notify, ...) raised; the cause is chained.
+    Also a ``RuntimeError``, as Bytewax's run errors are, so a ported
+    ``except RuntimeError`` around a run still catches it."""
 
 
 class BuilderError(LogicError):
@@ -102,3 +104,9 @@ class SchemaError(LogicError):
 
 class ConfigError(SparkwaxError):
     """A bad argument to a sparkwax function (time mode, order_by, schema...)."""
+
+
+class LostStateWarning(UserWarning):
+    """A logic rebuilt from its snapshot disagrees with the one that committed
+    it (its ``notify_at()`` differs): state kept outside ``snapshot()`` is
+    lost at every activation, on Spark and offline. Warned once per step."""

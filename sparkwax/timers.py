@@ -45,6 +45,11 @@ class EventTime:
     """``now`` is the watermark: max event time seen in earlier batches minus
     ``watermark`` (a Spark interval string such as ``"10 minutes"``, or a
     ``timedelta``). Rows at or behind the watermark are late and dropped.
+
+    ``column`` names the event-time column (Spark) or field: offline,
+    ``value[column]`` for a mapping, else the attribute (a dataclass event).
+    Offline only, ``column`` may also be a callable ``value -> aware
+    datetime`` (Bytewax's ``ts_getter``); on Spark it must be a name.
     """
 
     column: str
@@ -54,8 +59,9 @@ class EventTime:
     kind = "event"
 
     def __post_init__(self):
-        if not isinstance(self.column, str) or not self.column:
-            raise ConfigError(f"EventTime needs a column name, got {self.column!r}")
+        if not callable(self.column) and (not isinstance(self.column, str) or not self.column):
+            raise ConfigError(f"EventTime needs a column name (or, offline, a callable), "
+                              f"got {self.column!r}")
         object.__setattr__(self, "delay_ms", duration_ms(self.watermark))
 
     @property

@@ -87,6 +87,14 @@ class Bucket:
         start = int(self.ends[position - 1]) if position else 0
         return self.buffer[start:int(self.ends[position])]
 
+    def timer(self, key) -> Optional[int]:
+        """The timer committed with the key's blob (None: none, or no key)."""
+        if key in self._changes:
+            change = self._changes[key]
+            return None if change is None else change[1]
+        position = self.positions().get(key)
+        return None if position is None else _plain(int(self.timers[position]))
+
     def put(self, key, blob: bytes, timer: Optional[int], armed: Optional[int]) -> None:
         self._changes[key] = (blob, timer, armed)
 

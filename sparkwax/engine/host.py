@@ -45,9 +45,10 @@ class StreamingHost:
                 pass
         else:
             values, times = values_and_times(group_frame(frames), self.layout)
-        stored = state.get[0] if state.exists else None
+        stored, committed_timer = state.get if state.exists else (None, None)
         now_ms = self._now(state)
-        act = self.driver.activate(key, stored, values, now_ms, event_times=times)
+        act = self.driver.activate(key, stored, values, now_ms, event_times=times,
+                                   committed_timer=committed_timer)
         if act.state is None:
             state.remove()
         else:
@@ -75,18 +76,24 @@ class BoundedHost:
     """A whole key of a bounded DataFrame as one sequence, then on_eof."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 delay_ms: int, single_key: bool):
+                 delay_ms: int, single_key: bool, input_sides: Optional[Tuple[str, int]] = None):
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
         self.delay_ms = delay_ms
         self.single_key = single_key
+        self.input_sides = input_sides
 
     def __call__(self, key_values: Tuple, frame: pd.DataFrame) -> pd.DataFrame:
         key = plain_key(key_values, self.single_key)
         values, times = values_and_times(frame, self.layout)
+        sides, side_count = None, 1
+        if self.input_sides is not None and times is not None:
+            column, side_count = self.input_sides
+            sides = [value[column] for value in values]
         act = self.driver.activate_bounded(key, values, event_times=times,
-                                           delay_ms=self.delay_ms)
+                                           delay_ms=self.delay_ms, sides=sides,
+                                           side_count=side_count)
         if not act.emits:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
         return self.outputs.frame(key, key_values, act.emits)

@@ -85,7 +85,8 @@ class PackedHost:
             key_values, values, times = runs.get(key) or (self._key_values(key), (), None)
             if times is None and self.layout.event_column is not None:
                 times = []
-            act = self.driver.activate(key, bucket.get(key), values, now_ms, event_times=times)
+            act = self.driver.activate(key, bucket.get(key), values, now_ms, event_times=times,
+                                       committed_timer=bucket.timer(key))
             if act.state is None:
                 bucket.remove(key)
             else:

@@ -8,7 +8,7 @@ values reach the logic as aware UTC datetimes whatever the session time zone.
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -43,7 +43,8 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable
              order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
              step_id: Optional[str] = None, host: str = "per_key",
              buckets: Optional[int] = None, ttl=None,
-             max_state_bytes: Optional[int] = None) -> DataFrame:
+             max_state_bytes: Optional[int] = None,
+             input_sides: Optional[Tuple[str, int]] = None) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
     Output rows are the key columns followed by ``output_schema``. See the
@@ -52,9 +53,12 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable
     partitions) with the same semantics; see docs/performance.md. ``ttl``
     (a duration or ``sparkwax.operators.Ttl``) expires idle keys and
     ``max_state_bytes`` caps a key's stored state; see docs/operators.md.
+    ``input_sides=(column, count)`` (set by ``ops.connect``): ``df`` is a
+    union of ``count`` watermarked inputs, ``column`` holding each row's input
+    number, so bounded input keeps a watermark per input as a stream does.
     """
     return _plan(df, key, builder, output_schema, time, order_by, value, step_id, False,
-                 host, buckets, ttl, max_state_bytes)
+                 host, buckets, ttl, max_state_bytes, input_sides)
 
 
 def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
@@ -69,7 +73,7 @@ def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Ca
 
 
 def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch, host,
-          buckets, ttl=None, max_state_bytes=None):
+          buckets, ttl=None, max_state_bytes=None, input_sides=None):
     step_id = step_id or f"{'stateful_batch' if batch else 'stateful'}:{_name(builder)}"
     keys = [key] if isinstance(key, str) else list(key)
     time = time if time is not None else ProcessingTime()
@@ -89,6 +93,10 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     if not keys:
         raise ConfigError(f"step {step_id!r}: key must name at least one column")
     event = isinstance(time, EventTime)
+    if event and not isinstance(time.column, str):
+        raise ConfigError(f"step {step_id!r}: on Spark, EventTime needs the event-time "
+                          f"column's name, got {time.column!r} (a callable works offline "
+                          f"only)")
     if event:
         _require_columns(step_id, "EventTime column", [time.column], fields)
         if not isinstance(fields[time.column].dataType, T.TimestampType):
@@ -139,10 +147,10 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         return _describe(result, _step_description(step_id, keys, fields, schema, time,
                                                    timeout, state))
     if not df.isStreaming:
-        function = BoundedHost(driver, layout, outputs, delay, single)
+        function = BoundedHost(driver, layout, outputs, delay, single, input_sides)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
-    if event:
+    if event and input_sides is None:  # connect put one on each input already
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = _timeout(builder, driver, time, step_id)
     function = StreamingHost(driver, layout, outputs, timeout, single)

@@ -29,13 +29,15 @@ class OperatorBuilder:
     """``builder(resume) -> logic`` for an operator: ``logic(config, resume)``.
 
     ``__qualname__`` is the operator's name, so a Spark step defaults to
-    ``stateful:<operator>`` in error messages.
+    ``stateful:<operator>`` in error messages. ``sides`` names the inputs of
+    a join (None for one input): the offline runner keeps a watermark per side.
     """
 
-    def __init__(self, name: str, logic: type, config: Any):
+    def __init__(self, name: str, logic: type, config: Any, sides: Optional[tuple] = None):
         self.__qualname__ = name
         self.logic = logic
         self.config = config
+        self.sides = sides
 
     def __call__(self, resume: Any = None):
         return self.logic(self.config, resume)

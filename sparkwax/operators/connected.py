@@ -107,6 +107,14 @@ def connect(*sides, key: KeySpec, builder: Callable, output_schema,
             raise ConfigError(f"connect: side {name!r} lacks column(s) {missing} (key, time "
                               f"and order_by columns must exist on every side); it has "
                               f"{side.columns}")
+    if isinstance(time, EventTime):
+        for name, side in zip(names, sides):
+            kind = side.schema[time.column].dataType
+            if kind.typeName() != "timestamp":
+                raise ConfigError(f"connect: side {name!r}: the EventTime column "
+                                  f"{time.column!r} must be a timestamp on every side (each "
+                                  f"side keeps its own watermark), it is "
+                                  f"{kind.simpleString()}")
     columns: List[Tuple[int, str, Any, str]] = []
     layout = []
     for number, (name, side) in enumerate(zip(names, sides)):
@@ -118,11 +126,21 @@ def connect(*sides, key: KeySpec, builder: Callable, output_schema,
             columns.append((number, field.name, field.dataType, source))
             own.append((field.name, source))
         layout.append((name, tuple(own)))
+    def watermarked(column: str) -> bool:
+        return isinstance(time, EventTime) and column == time.column
+
     frames = []
     for number, side in enumerate(sides):
+        if isinstance(time, EventTime) and side.isStreaming:
+            # One watermark per input; Spark's default policy takes the minimum,
+            # so a side far ahead in event time cannot make the others late.
+            side = side.withWatermark(time.column, time.spark_delay)
         selected = [F.col(_q(k)).cast(first[k]).alias(k) for k in keys]
         selected.append(F.lit(number).cast("int").alias(SIDE_COLUMN))
-        selected.extend(F.col(_q(c)).cast(first[c]).alias(c) for c in shared)
+        # the time column keeps its type and its watermark (no cast: a cast
+        # would drop the metadata EventTimeTimeout looks for after the union)
+        selected.extend(F.col(_q(c)).alias(c) if watermarked(c)
+                        else F.col(_q(c)).cast(first[c]).alias(c) for c in shared)
         for owner, column, data_type, source in columns:
             selected.append(F.col(_q(column)).alias(source) if owner == number
                             else F.lit(None).cast(data_type).alias(source))
@@ -130,7 +148,7 @@ def connect(*sides, key: KeySpec, builder: Callable, output_schema,
     union = reduce(DataFrame.union, frames)
     wrapped = TaggedBuilder(builder, tuple(layout))
     return stateful(union, key=keys, builder=wrapped, output_schema=output_schema, time=time,
-                    order_by=order or None,
+                    order_by=order or None, input_sides=(SIDE_COLUMN, len(sides)),
                     step_id=step_id or f"connect:{wrapped.__qualname__}")
 
 

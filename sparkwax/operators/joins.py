@@ -150,7 +150,8 @@ def joiner(sides: Union[int, Sequence[Any]] = 2, *, insert_mode: str = "last",
     ``1``, ...) or the sequence of their tags (e.g. ``("left", "right")``).
     Values are ``(tag, value)`` pairs (see ``tag``); emits are tuples in
     side order."""
-    return OperatorBuilder("join", JoinLogic, JoinConfig(sides, insert_mode, emit_mode))
+    config = JoinConfig(sides, insert_mode, emit_mode)
+    return OperatorBuilder("join", JoinLogic, config, sides=config.tags)
 
 
 def join(*sides, key, names: Optional[Sequence[str]] = None, insert_mode: str = "last",

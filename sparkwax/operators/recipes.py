@@ -215,5 +215,5 @@ def session(gap: Duration, on_close: Optional[Callable] = None, *,
     time_of = time_getter(ts)
     config = WindowConfig(SessionWindower(span), Collect(), ts, None,
                           result=_OnClose(on_close or session_summary, time_of),
-                          late=None)
+                          late=None, session_ids=False)   # ids unused: keep no state
     return OperatorBuilder("session", SessionLogic, config)

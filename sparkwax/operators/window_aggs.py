@@ -183,3 +183,43 @@ class Join:
 
     def close(self, acc, count):
         return join_rows(acc) if self.config.emit_mode == "final" else []
+
+
+class Ordered:
+    """``inner`` applied in timestamp order (Bytewax's ``ordered=True``): a
+    window buffers its values and, when it closes, replays them sorted by
+    ``time_of`` (stable: ties keep arrival order) through ``inner``. Emits that
+    ``inner`` makes per value (a running or complete join) come out then.
+
+    >>> from datetime import datetime, timezone
+    >>> at = lambda hour: {"ts": datetime(2024, 1, 1, hour, tzinfo=timezone.utc), "n": hour}
+    >>> agg = Ordered(Collect(), lambda value: value["ts"])
+    >>> acc = agg.start()
+    >>> for count, value in enumerate([at(1), at(3), at(2)]):
+    ...     acc, _ = agg.add(acc, count, value)
+    >>> [v["n"] for v in agg.close(acc, 3)[0]]
+    [1, 2, 3]
+    """
+
+    def __init__(self, inner, time_of):
+        self.inner, self.time_of = inner, time_of
+        self.pairs = isinstance(inner, Join)   # keep (side, value) as plain tuples
+
+    def start(self):
+        return []
+
+    def add(self, acc, count, value):
+        acc.append(tuple(value) if self.pairs else value)
+        return acc, _NOTHING
+
+    def merge(self, older, older_count, newer, newer_count):
+        return list(older) + list(newer), _NOTHING
+
+    def close(self, acc, count):
+        inner = self.inner
+        state, emits = inner.start(), []
+        for position, value in enumerate(sorted(acc, key=self.time_of)):
+            state, now = inner.add(state, position, value)
+            emits.extend(now)
+        emits.extend(inner.close(state, count))
+        return emits

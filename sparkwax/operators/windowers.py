@@ -93,11 +93,12 @@ class TumblingWindower(FixedWindower):
 
 @dataclass(frozen=True)
 class SessionWindower:
-    """Sessions of values separated by at most ``gap``. A session's
-    ``open_time`` is its first value's time and its ``close_time`` its last
-    value's time plus ``gap`` (Spark's ``session_window``); a value within
-    ``gap`` of two sessions merges them. A session's id is its first value's
-    time in epoch microseconds (unique per key, and stable when it grows)."""
+    """Sessions of values separated by at most ``gap``; a value within ``gap``
+    of two sessions merges them (the merged session keeps the id of the one
+    that opened first). As in Bytewax, a key's sessions are numbered 0, 1,
+    2... in the order they open, a session's ``open_time`` is its first
+    value's time and its ``close_time`` its last value's time; it closes
+    once the watermark passes ``close_time + gap``."""
 
     gap: Duration
 

@@ -58,7 +58,8 @@ from ..logic import DISCARD, StatefulLogic
 from ._base import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,
                     later, optional_timedelta, time_getter)
 from .joins import JoinConfig
-from .window_aggs import Collect, Count, Extreme, Fold, Join, Mean, Reduce, Sum
+from .window_aggs import Collect, Count, Extreme, Fold, Join, Mean, Ordered, Reduce, Sum
+from .window_out import WindowOut, as_window_out, late_window_out, split_late, window_schema
 from .windowers import (FixedWindower, SessionWindower, SlidingWindower, TumblingWindower,
                         Windower)
 
@@ -69,69 +70,29 @@ is not known once that session is closed and forgotten)."""
 # Windowers (windowers.py) and aggregations (window_aggs.py) are re-exported here.
 
 
-# -- outputs --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WindowOut:
-    """One emit of a window operator. A result has ``late=None``; a late value
-    has ``value=None`` and ``late=<the input value>``. On Spark use
-    :func:`window_schema` as the output schema (the field names are the
-    schema's)."""
-
-    window_id: int
-    open_time: Optional[datetime]
-    close_time: Optional[datetime]
-    value: Any = None
-    late: Any = None
-
-
-def window_schema(value: str, late: str = "string") -> str:
-    """The output schema (DDL) of a window operator on Spark: ``value`` is the
-    result's type (``"long"`` for counts, ``"struct<...>"``...), ``late`` the
-    late values' type (``value_struct(df, key)``; never used without
-    ``lateness=``)."""
-    return (f"window_id long, open_time timestamp, close_time timestamp, value {value}, "
-            f"late {late}")
-
-
-def split_late(frame):
-    """A window operator's DataFrame as ``(results, late)``: results without
-    the ``late`` column, late rows with the late value's fields as columns.
-    (For a stream, split inside ``foreachBatch`` rather than running two
-    queries.)"""
-    from pyspark.sql import functions as F
-
-    results = frame.where(F.col("late").isNull()).drop("late")
-    head = [c for c in frame.columns if c not in ("value", "late")]
-    late = frame.where(F.col("late").isNotNull()).select(*[F.col(f"`{c}`") for c in head],
-                                                         "late.*")
-    return results, late
-
-
 # -- the logic ------------------------------------------------------------------
-
-
-def as_window_out(window_id, open_time, close_time, value):
-    return WindowOut(window_id, open_time, close_time, value)
-
-
-def late_window_out(window_id, open_time, close_time, value):
-    return WindowOut(window_id, open_time, close_time, None, value)
 
 
 class WindowConfig:
     """What a window operator's builder holds."""
 
     def __init__(self, windower: Windower, agg, ts: FieldSpec, lateness: Optional[Duration],
-                 result: Callable = as_window_out, late: Optional[Callable] = late_window_out):
+                 result: Callable = as_window_out, late: Optional[Callable] = late_window_out,
+                 ordered: bool = False, session_ids: bool = True):
         if not isinstance(windower, (FixedWindower, SessionWindower)):
             raise ConfigError(f"windower must be a TumblingWindower, SlidingWindower or "
                               f"SessionWindower, got {windower!r}")
         self.windower = windower
         self.session = isinstance(windower, SessionWindower)
-        self.agg = agg
+        self.session_ids = self.session and session_ids   # keep the id counter (Bytewax)
+        # Ordered sessions are numbered when they close: Bytewax applies ordered
+        # values in time order, so its sessions never merge and their ids follow
+        # time order, which is close order.
+        self.number_at_close = self.session_ids and ordered
+        if not isinstance(ordered, bool):
+            raise ConfigError(f"ordered must be True or False, got {ordered!r}")
         self.time_of = time_getter(ts)
+        self.agg = Ordered(agg, self.time_of) if ordered else agg
         self.lateness = optional_timedelta(lateness, "lateness")
         self.result = result
         self.late = late
@@ -142,15 +103,24 @@ class WindowLogic(StatefulLogic):
     ``windows`` a tuple of ``(id, open_time, close_time, count, acc)``;
     ``watermark`` is the key's watermark (None before it is known) and
     ``known`` the latest engine clock the key knows of (``sw.now()`` when its
-    timer fired)."""
+    timer fired). Session windows add a fourth entry, the key's next session
+    id (Bytewax numbers a key's sessions 0, 1, 2...), and so keep that
+    counter for as long as the key lives, as Bytewax does (with
+    ``ordered=True`` a session gets its number when it closes: sessions close
+    in time order, which is how Bytewax numbers ordered ones). A session's
+    ``close_time`` inside is its last value's time plus the gap (when it
+    closes); it is reported as the last value's time, Bytewax's metadata."""
 
     def __init__(self, config: WindowConfig, resume=None):
         self.config = config
+        self.next_id = 0
         if resume is None:
             self.watermark = self.known = None
             self.windows: Dict[int, list] = {}
         else:
-            self.watermark, self.known, windows = resume
+            self.watermark, self.known, windows = resume[:3]
+            if len(resume) > 3:
+                self.next_id = resume[3]
             self.windows = {w[0]: [w[1], w[2], w[3], w[4]] for w in windows}
 
     # callbacks
@@ -194,14 +164,22 @@ class WindowLogic(StatefulLogic):
         return emits, DISCARD
 
     def snapshot(self):
-        return (self.watermark, self.known,
-                tuple((i, w[0], w[1], w[2], w[3]) for i, w in self.windows.items()))
+        windows = tuple((i, w[0], w[1], w[2], w[3]) for i, w in self.windows.items())
+        if self.config.session_ids:
+            return (self.watermark, self.known, windows, self.next_id)
+        return (self.watermark, self.known, windows)
 
     # internals
 
     def _discard(self) -> bool:
+        if self.config.session_ids and self.next_id:
+            return False  # keep the session counter, as Bytewax does
         return not self.windows and (self.watermark is None or (
             self.known is not None and self.watermark <= self.known))
+
+    def _shown_close(self, close_time):
+        """A session reports its last value's time (Bytewax's close_time)."""
+        return close_time - self.config.windower.gap if self.config.session else close_time
 
     def _late(self, window_id, open_time, close_time, value, emits) -> None:
         if self.config.late is not None:
@@ -237,7 +215,11 @@ class WindowLogic(StatefulLogic):
                 target = window_id
                 break
         if target is None:
-            target = epoch_us(ts)
+            if config.session_ids and not config.number_at_close:
+                target = self.next_id
+                self.next_id += 1
+            else:
+                target = epoch_us(ts)   # unique among the key's sessions, no counter kept
             self.windows[target] = [ts, ts + gap, 0, agg.start()]
         window = self.windows[target]
         if ts < window[0]:
@@ -248,7 +230,7 @@ class WindowLogic(StatefulLogic):
         window[3] = acc
         window[2] += 1
         for out in now:
-            emits.append(config.result(target, window[0], window[1], out))
+            emits.append(config.result(target, window[0], window[1] - gap, out))
         self._merge_sessions(emits)
 
     def _merge_sessions(self, emits) -> None:
@@ -267,7 +249,7 @@ class WindowLogic(StatefulLogic):
                     keep[1] = window[1]
                 del self.windows[window_id]
                 for out in now:
-                    emits.append(result(keep_id, keep[0], keep[1], out))
+                    emits.append(result(keep_id, keep[0], self._shown_close(keep[1]), out))
             else:
                 keep_id, keep = window_id, window
 
@@ -294,13 +276,19 @@ class WindowLogic(StatefulLogic):
 
     def _close(self, window_id, emits) -> None:
         open_time, close_time, count, acc = self.windows.pop(window_id)
+        close_time = self._shown_close(close_time)
+        if self.config.number_at_close:
+            window_id = self.next_id
+            self.next_id += 1
         for out in self.config.agg.close(acc, count):
             emits.append(self.config.result(window_id, open_time, close_time, out))
 
 
 def window_operator(name: str, windower: Windower, agg, *, ts: FieldSpec = "ts",
-                    lateness: Optional[Duration] = None) -> OperatorBuilder:
-    return OperatorBuilder(name, WindowLogic, WindowConfig(windower, agg, ts, lateness))
+                    lateness: Optional[Duration] = None,
+                    ordered: bool = False) -> OperatorBuilder:
+    return OperatorBuilder(name, WindowLogic,
+                           WindowConfig(windower, agg, ts, lateness, ordered=ordered))
 
 
 # -- the operators --------------------------------------------------------------
@@ -314,21 +302,29 @@ _DOC_COMMON = """
 
 def fold_window(windower: Windower, builder: Callable[[], Any],
                 folder: Callable[[Any, Any], Any], merger: Optional[Callable] = None, *,
-                ts: FieldSpec = "ts", lateness: Optional[Duration] = None) -> OperatorBuilder:
+                ts: FieldSpec = "ts", lateness: Optional[Duration] = None,
+                ordered: bool = True) -> OperatorBuilder:
     """Per window, ``acc = folder(acc, value)`` from ``builder()``; emits the
     accumulator when the window closes. ``merger(older, newer)`` combines the
-    accumulators of two sessions that merge (needed for session windows)."""
-    if isinstance(windower, SessionWindower) and merger is None:
+    accumulators of two sessions that merge (needed for session windows).
+    ``ordered=True`` (Bytewax's default) folds the values in timestamp order
+    when the window closes (the window keeps its values until then);
+    ``ordered=False`` folds them as they come."""
+    if isinstance(windower, SessionWindower) and merger is None and not ordered:
         raise ConfigError("fold_window over session windows needs merger=(older_acc, "
                           "newer_acc) -> acc, used when two sessions merge")
     return window_operator("fold_window", windower, Fold(builder, folder, merger), ts=ts,
-                           lateness=lateness)
+                           lateness=lateness, ordered=ordered)
 
 
 def collect_window(windower: Windower, *, ts: FieldSpec = "ts",
-                   lateness: Optional[Duration] = None) -> OperatorBuilder:
-    """Per window, the list of its values (in the order the logic saw them)."""
-    return window_operator("collect_window", windower, Collect(), ts=ts, lateness=lateness)
+                   lateness: Optional[Duration] = None, ordered: bool = True
+                   ) -> OperatorBuilder:
+    """Per window, the list of its values: in timestamp order (ties in the
+    order the logic saw them) with ``ordered=True``, Bytewax's default; in
+    the order the logic saw them with ``ordered=False``."""
+    return window_operator("collect_window", windower, Collect(), ts=ts, lateness=lateness,
+                           ordered=ordered)
 
 
 def count_window(windower: Windower, *, ts: FieldSpec = "ts",
@@ -378,17 +374,23 @@ def min_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts"
 
 def join_window(windower: Windower, sides: Union[int, Sequence[Any]] = 2, *,
                 insert_mode: str = "last", emit_mode: str = "final", ts: FieldSpec = "ts",
-                lateness: Optional[Duration] = None) -> OperatorBuilder:
+                lateness: Optional[Duration] = None, ordered: bool = True) -> OperatorBuilder:
     """Join per window: values are ``(side, value)`` pairs and ``ts`` reads the
     inner value. ``emit_mode="final"`` (default) emits when the window closes,
     ``"complete"`` as soon as every side has a value (then starts over within
-    the window), ``"running"`` after every value."""
+    the window), ``"running"`` after every value. ``ordered=True`` (Bytewax's
+    default) applies the values in timestamp order when the window closes, so
+    "first"/"last" mean earliest/latest in event time and the "complete" and
+    "running" emits come out at the close; ``ordered=False`` applies them as
+    they come."""
     inner = field_getter(ts, "ts")
     if inner is None:
         raise ConfigError("join_window needs ts=")
-    return window_operator("join_window", windower,
-                           Join(JoinConfig(sides, insert_mode, emit_mode)),
-                           ts=_SideValue(inner), lateness=lateness)
+    config = JoinConfig(sides, insert_mode, emit_mode)
+    operator = window_operator("join_window", windower, Join(config), ts=_SideValue(inner),
+                               lateness=lateness, ordered=ordered)
+    operator.sides = config.tags
+    return operator
 
 
 class _SideValue:

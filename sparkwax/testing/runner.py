@@ -26,9 +26,16 @@ from .._driver import Driver, sorted_keys
 from ..errors import ConfigError, InputError
 from ..timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout,
                       host_timeout_fired, require_aware, to_epoch_ms, to_epoch_us)
+from ..watermark import Watermark
 from .script import Batch, Crash, Eof, Step, Tick
+from .sides import InputSides
 
 RESTORE_MODES = ("always", "on_crash")
+_MISSING = object()
+AFTER_EOF = ("Eof() ends a run, as `sparkwax.finish` ends a stream: finish runs on_eof "
+             "on the checkpoint's state without changing it, so a stream restarted "
+             "after finish continues from the state before EOF. To test that, run the "
+             "script without Eof() and continue it; start a new run for a new stream")
 
 
 @dataclass
@@ -40,6 +47,7 @@ class RunResult:
     timers: Dict[Any, datetime] = field(default_factory=dict)    # key -> next notify_at (UTC)
     late: int = 0                                                # values dropped as late
     activations: int = 0
+    lost_state: List[str] = field(default_factory=list)          # LostStateWarning messages
 
     @property
     def by_key(self) -> Dict[Any, List[Any]]:
@@ -63,38 +71,49 @@ class Runner:
     live objects between batches like a long-running Bytewax worker and
     restores only after ``crash()`` (faster; ``check_logic`` compares both).
     ``ttl`` and ``max_state_bytes`` are the step options of ``sparkwax.stateful``.
+    ``sides``: the side names of a connected step in EventTime mode (one
+    watermark per side, the smallest wins; see ``sparkwax.watermark``);
+    default: the ``sides`` of a join builder. ``Eof()`` ends the run.
     """
 
     def __init__(self, builder: Callable, *, time=None, batch: bool = False, order_by=None,
                  step_id: str = "stateful", restore: str = "always", ttl=None,
-                 max_state_bytes: Optional[int] = None):
+                 max_state_bytes: Optional[int] = None,
+                 sides: Optional[Sequence[Any]] = None):
         if restore not in RESTORE_MODES:
             raise ConfigError(f"restore must be one of {RESTORE_MODES}, got {restore!r}")
         self.time = time if time is not None else ProcessingTime()
         if not isinstance(self.time, (ProcessingTime, EventTime)):
             raise ConfigError(f"time must be ProcessingTime() or EventTime(...), got {time!r}")
+        self.sides = InputSides(builder, sides, step_id)  # a join builder's own sides
         builder = _step_builder(builder, ttl, max_state_bytes, self.time, batch, step_id)
         self.driver = Driver(builder, step_id=step_id, batch=batch)
         self.step_id = step_id
         self.sort_values = value_sorter(order_by, self.time)
         self.restore = restore
         self.now_ms = 0                 # processing time, or the watermark
-        self.max_event_ms: Optional[int] = None
+        self.clock = Watermark(getattr(self.time, "delay_ms", 0), self.sides.count)
         self.blobs: Dict[Any, bytes] = {}        # committed snapshots
         self.live: Dict[Any, Any] = {}           # live logic objects (restore="on_crash")
         self.timers: Dict[Any, int] = {}         # key -> next notify_at (ms)
         self.timeouts: Dict[Any, int] = {}       # key -> what Spark would have armed
         self.result = RunResult()
         self._pending_tick = False
+        self.ended = False              # Eof() ran: the run is over
 
     # -- steps ----------------------------------------------------------------
 
     def run(self, script: Sequence[Step]) -> RunResult:
-        for step in script:
+        for number, step in enumerate(script):
+            if self.ended:
+                raise ConfigError(f"script step {number} ({type(step).__name__}) comes after "
+                                  f"Eof(); {AFTER_EOF}")
             self.step(step)
         return self.finish()
 
     def step(self, step: Step) -> None:
+        if self.ended:
+            raise ConfigError(f"{type(step).__name__} after Eof(); {AFTER_EOF}")
         if isinstance(step, Batch):
             self.batch(step.items, now=step.now)
         elif isinstance(step, Tick):
@@ -108,6 +127,7 @@ class Runner:
 
     def batch(self, items: Sequence[Tuple[Any, Any]], now: Optional[datetime] = None) -> None:
         """A micro-batch with data."""
+        self._refuse_after_eof("Batch")
         self._set_now(now)
         groups: Dict[Any, List[Any]] = {}
         for pair in items:
@@ -127,6 +147,7 @@ class Runner:
 
     def tick(self, now: Optional[datetime] = None) -> None:
         """A micro-batch without data: only keys whose timeout fired run."""
+        self._refuse_after_eof("Tick")
         self._set_now(now)
         self._pending_tick = False
         for key in sorted_keys([k for k, t in self.timeouts.items()
@@ -135,14 +156,18 @@ class Runner:
 
     def crash(self) -> None:
         """Drop every live object; keys restore from their committed snapshots."""
+        self._refuse_after_eof("Crash")
         for key, logic in self.live.items():
             self.blobs[key] = recovery.encode(self.driver.snapshot(key, logic),
                                               step_id=self.step_id, key=key)
         self.live.clear()
 
     def eof(self) -> None:
-        """End of input: a trailing no-data batch if time moved, then on_eof per key."""
+        """End of input: a trailing no-data batch if time moved, then on_eof per
+        key. It ends the run: no step may follow (see ``AFTER_EOF``)."""
+        self._refuse_after_eof("Eof")
         self._flush_tick()
+        self.ended = True
         for key in sorted_keys(list(self.blobs) + list(self.live)):
             self._activate(key, (), eof=True)
 
@@ -158,16 +183,23 @@ class Runner:
                 result.snapshots[key] = recovery.decode(self.blobs[key], step_id=self.step_id,
                                                         key=key)
         result.timers = {k: from_epoch_ms(t) for k, t in self.timers.items()}
+        result.lost_state = list(self.driver.lost_state)
         return result
 
     # -- internals ------------------------------------------------------------
+
+    def _refuse_after_eof(self, what: str) -> None:
+        if self.ended:
+            raise ConfigError(f"{what} after Eof(); {AFTER_EOF}")
 
     def _activate(self, key, values: Sequence, eof: bool = False) -> None:
         values = self.sort_values(values) if len(values) > 1 else values
         event_times = self._event_times(key, values)
         if self.restore == "always":
-            act = self.driver.activate(key, self.blobs.get(key), values, self.now_ms,
-                                       eof=eof, event_times=event_times)
+            stored = self.blobs.get(key)
+            act = self.driver.activate(key, stored, values, self.now_ms, eof=eof,
+                                       event_times=event_times,
+                                       committed_timer=self.timers.get(key))
             if act.state is None:
                 self.blobs.pop(key, None)
             else:
@@ -177,6 +209,7 @@ class Runner:
             logic = self.live.pop(key, None)
             if logic is None and key in self.blobs:
                 logic = self.driver.restore(key, self.blobs.pop(key))
+                self.driver.check_rebuilt_timer(key, logic, self.timers.get(key))
             logic, emits, late, _ = self.driver.run(key, logic, values, self.now_ms, eof=eof,
                                                     event_times=event_times)
             timer = None
@@ -215,19 +248,17 @@ class Runner:
             self.now_ms = to_epoch_ms(moment)
 
     def _advance_watermark(self, groups: Dict[Any, List[Any]]) -> None:
+        """Spark's watermark after a batch: per input (side), then the minimum."""
         if not isinstance(self.time, EventTime):
             return
-        column = self.time.column
+        column, side_of, see = self.time.column, self.sides.index_of, self.clock.see
         for key, values in groups.items():
             for value in values:
-                ms = event_time_us(self.step_id, key, value, column) // 1000
-                if self.max_event_ms is None or ms > self.max_event_ms:
-                    self.max_event_ms = ms
-        if self.max_event_ms is not None:
-            watermark = max(self.max_event_ms - self.time.delay_ms, self.now_ms)
-            if watermark > self.now_ms:
-                self.now_ms = watermark
-                self._pending_tick = True
+                see(event_time_us(self.step_id, key, value, column), side_of(key, value))
+        watermark = self.clock.advance()
+        if watermark > self.now_ms:
+            self.now_ms = watermark
+            self._pending_tick = True
 
     def _flush_tick(self) -> None:
         if self._pending_tick:
@@ -238,18 +269,21 @@ def run(builder: Callable, script: Sequence[Step], **options) -> RunResult:
     """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic.
 
     Options: ``time``, ``batch``, ``order_by``, ``step_id``, ``restore``,
-    ``ttl``, ``max_state_bytes`` (see Runner).
+    ``ttl``, ``max_state_bytes``, ``sides`` (see Runner).
     """
     return Runner(builder, **options).run(script)
 
 
 def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=None,
                 batch: bool = False, order_by=None, step_id: str = "stateful", ttl=None,
-                max_state_bytes: Optional[int] = None) -> RunResult:
+                max_state_bytes: Optional[int] = None,
+                sides: Optional[Sequence[Any]] = None) -> RunResult:
     """What the Spark engine does with a bounded (batch) DataFrame: each key's
     items as one ordered sequence (watermark per key, item by item, in
-    EventTime mode), then ``on_eof``."""
+    EventTime mode; per side, then the minimum, for ``Tagged`` values), then
+    ``on_eof``."""
     time = time if time is not None else ProcessingTime()
+    inputs = InputSides(builder, sides, step_id)
     builder = _step_builder(builder, ttl, max_state_bytes, time, batch, step_id)
     driver = Driver(builder, step_id=step_id, batch=batch)
     sort_values = value_sorter(order_by, time)
@@ -261,7 +295,9 @@ def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=Non
         values = sort_values(groups[key])
         if isinstance(time, EventTime):
             times = [event_time_us(step_id, key, v, time.column) for v in values]
-            act = driver.activate_bounded(key, values, event_times=times, delay_ms=time.delay_ms)
+            act = driver.activate_bounded(key, values, event_times=times, delay_ms=time.delay_ms,
+                                          sides=[inputs.index_of(key, v) for v in values],
+                                          side_count=inputs.count)
         else:
             act = driver.activate_bounded(key, values)
         result.outputs.extend(zip(repeat(key), act.emits))
@@ -284,14 +320,25 @@ def _step_builder(builder, ttl, max_state_bytes, time, batch, step_id):
                         batch=batch, step_id=step_id)
 
 
-def event_time_us(step_id: str, key, value, column: str) -> int:
-    """The event time of an offline value (``value[column]``, an aware datetime)."""
-    try:
-        moment = value[column]
-    except (KeyError, TypeError, IndexError):
-        raise InputError(step_id, key, "event time", value,
-                         f"EventTime({column!r}) needs each value to be a mapping with "
-                         f"a {column!r} field") from None
+def event_time_us(step_id: str, key, value, column) -> int:
+    """The event time of an offline value, an aware datetime: ``value[column]``
+    for a mapping (or a ``Tagged`` one), else ``value.<column>`` (a dataclass
+    event), or ``column(value)`` when ``column`` is a callable."""
+    if callable(column):
+        try:
+            moment = column(value)
+        except Exception as error:
+            raise InputError(step_id, key, "event time", value,
+                             f"the EventTime callable {column!r} raised {error!r}") from error
+    else:
+        try:
+            moment = value[column]
+        except (KeyError, TypeError, IndexError):
+            moment = getattr(value, column, _MISSING)
+            if moment is _MISSING:
+                raise InputError(step_id, key, "event time", value,
+                                 f"EventTime({column!r}) needs each value to have a "
+                                 f"{column!r} field (a mapping key or an attribute)") from None
     try:
         return to_epoch_us(require_aware(moment))
     except (TypeError, ValueError) as error:
@@ -306,6 +353,14 @@ def value_sorter(order_by, time) -> Callable[[Sequence], Sequence]:
     field in EventTime mode, else arrival order. Stable; None sorts first."""
     if order_by is None and isinstance(time, EventTime):
         order_by = time.column
+        if callable(order_by):
+            getter = order_by
+
+            def order_by(value):   # a failing getter is reported by the event-time check
+                try:
+                    return (True, getter(value))
+                except Exception:
+                    return (False, 0)
     if order_by is None:
         return lambda values: values
     if callable(order_by):
@@ -314,7 +369,13 @@ def value_sorter(order_by, time) -> Callable[[Sequence], Sequence]:
     if not columns or not all(isinstance(c, str) for c in columns):
         raise ConfigError(f"order_by must name fields, got {order_by!r}")
 
+    def field(value, name):
+        try:
+            return value[name]
+        except (KeyError, TypeError, IndexError):
+            return getattr(value, name, None)   # missing: the event-time check says so
+
     def sort_key(value):
-        return tuple((value[c] is not None, value[c]) for c in columns)
+        return tuple((field(value, c) is not None, field(value, c)) for c in columns)
 
     return lambda values: sorted(values, key=sort_key)

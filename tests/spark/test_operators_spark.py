@@ -287,7 +287,8 @@ def test_session_merge_on_spark(spark):
     rows = out.collect()
     assert len(rows) == 1
     assert [v.seq for v in rows[0].value] == [1, 3, 2]
-    assert (plain(rows[0].open_time), plain(rows[0].close_time)) == (t(0), t(13))
+    assert (plain(rows[0].open_time), plain(rows[0].close_time)) == (t(0), t(8))
+    assert rows[0].window_id == 0                       # Bytewax numbers sessions 0, 1, ...
 
 
 def test_join_window(orders_and_payments):

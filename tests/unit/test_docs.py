@@ -13,3 +13,7 @@ def test_guide_offline_blocks():
 
 def test_operators_offline_blocks():
     assert run_blocks("operators.md", spark=False) >= 23
+
+
+def test_semantics_offline_blocks():
+    assert run_blocks("semantics.md", spark=False) >= 6

@@ -403,10 +403,19 @@ def test_state_changed_in_on_eof_is_persisted(restore):
     result = run(EofMarks, script, restore=restore)
     assert result.by_key == {"k": [("eof", 2, 1)]}
     assert result.snapshots == {"k": {"n": 2, "eofs": 1}}
-    result = run(EofMarks, script + [Crash(), Eof(), Batch([("k", "z")]), Eof()],
-                 restore=restore)
-    assert result.by_key == {"k": [("eof", 2, 1), ("eof", 2, 2), ("eof", 3, 3)]}
-    assert result.snapshots == {"k": {"n": 3, "eofs": 3}}
+
+    # Eof() ends the run: Spark's finish leaves the checkpoint as it was, so
+    # nothing may build on what on_eof committed (docs/semantics.md, EOF).
+    for after in (Crash(), Eof(), Batch([("k", "z")]), Tick()):
+        with pytest.raises(ConfigError, match=rf"step 2 \({type(after).__name__}\) comes "
+                                              r"after Eof\(\).*continues from the state "
+                                              r"before EOF"):
+            run(EofMarks, script + [after], restore=restore)
+    runner = Runner(EofMarks, restore=restore)
+    runner.eof()
+    for call in (runner.eof, runner.crash, runner.tick, lambda: runner.batch([("k", 1)])):
+        with pytest.raises(ConfigError, match="after Eof"):
+            call()
 
 
 @RESTORE

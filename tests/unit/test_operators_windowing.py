@@ -30,12 +30,6 @@ def ev(minutes, x=None):
     return {"ts": t(minutes), "x": x}
 
 
-def us(minutes):
-    """A session's id: its first value's time in epoch microseconds."""
-    return int((t(minutes) - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds()) \
-        * 1_000_000
-
-
 def W(window_id, open_minutes, close_minutes, value=None, late=None):
     return WindowOut(window_id, None if open_minutes is None else t(open_minutes),
                      None if close_minutes is None else t(close_minutes), value, late)
@@ -70,7 +64,7 @@ def test_windower_validation():
     with pytest.raises(sw.ConfigError, match="aware"):
         TumblingWindower(timedelta(minutes=1), align_to=datetime(2024, 1, 1))
     with pytest.raises(sw.ConfigError, match="merger"):
-        fold_window(SESSIONS, list, lambda acc, v: acc + [v])
+        fold_window(SESSIONS, list, lambda acc, v: acc + [v], ordered=False)
     with pytest.raises(sw.ConfigError, match="windower"):
         count_window("ten minutes")
 
@@ -109,9 +103,9 @@ def test_late_values_are_reported_with_lateness():
               Eof()]
     result = run(op, script, time=sw.EventTime("ts", watermark="30 minutes"))
     # 13 moves a's watermark to 11: window [0, 10) closes at once; 8 is then late
-    # for it (reported, not counted); 12 still joins [10, 20).
+    # for it (reported, not counted); 12 still joins [10, 20), before 13 (ordered).
     assert [(w.window_id, w.value and xs(w.value), w.late and w.late["x"])
-            for w in result.by_key["a"]] == [(0, [1, 2], None), (0, None, 4), (1, [3, 5], None)]
+            for w in result.by_key["a"]] == [(0, [1, 2], None), (0, None, 4), (1, [5, 3], None)]
     assert result.by_key["a"][1] == W(0, 0, 10, late=ev(8, 4))
     assert result.late == 0
 
@@ -142,8 +136,9 @@ def test_sliding_late_only_for_the_closed_windows():
     result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
     got = [(w.window_id, w.value and xs(w.value), w.late and w.late["x"])
            for w in result.by_key["a"]]
-    # watermark 12 closed [-5, 5) and [0, 10); 8 is late for [0, 10) only.
-    assert got == [(-1, [1], None), (0, [1], None), (0, None, 3), (1, [2, 3], None),
+    # watermark 12 closed [-5, 5) and [0, 10); 8 is late for [0, 10) only (and
+    # comes before 12 in [5, 15): values are in timestamp order).
+    assert got == [(-1, [1], None), (0, [1], None), (0, None, 3), (1, [3, 2], None),
                    (2, [2], None)]
 
 
@@ -156,10 +151,11 @@ def test_session_merge_by_an_out_of_order_value():
               Batch([("a", ev(7, 3))]),                     # within 10 min of both: merge
               Eof()]
     result = run(op, script, time=sw.EventTime("ts", watermark="30 minutes"))
-    assert result.by_key == {"a": [W(us(0), 0, 25, [ev(0, 1), ev(7, 3), ev(15, 2)])]}
+    # Bytewax's metadata: session 0, from the first value's time to the last's
+    assert result.by_key == {"a": [W(0, 0, 15, [ev(0, 1), ev(7, 3), ev(15, 2)])]}
 
 
-def test_sessions_close_on_the_watermark_and_leave_no_husk():
+def test_sessions_close_on_the_watermark_and_keys_keep_their_session_counter():
     op = count_window(SESSIONS)
     script = [Batch([("a", ev(0)), ("a", ev(5)), ("b", ev(1)), ("a", ev(40))]),
               Batch([("c", ev(60))]),     # watermark 40: a's first session and b close
@@ -171,20 +167,23 @@ def test_sessions_close_on_the_watermark_and_leave_no_husk():
         runner.step(step)
         live.append(sorted(runner.blobs))
     result = runner.finish()               # the trailing no-data batch: watermark 200
-    assert live == [["a", "b"], ["a", "c"], ["c"], ["c", "d"]]
-    assert result.by_key == {"a": [W(us(0), 0, 15, 2), W(us(40), 40, 50, 1)],
-                             "b": [W(us(1), 1, 11, 1)],
-                             "c": [W(us(60), 60, 70, 1), W(us(90), 90, 100, 1)]}
-    assert result.live_keys == 1 and list(result.snapshots) == ["d"]
+    # as in Bytewax, a key numbers its sessions 0, 1, ... for as long as it lives,
+    # so it keeps that counter (one int) after its sessions close
+    assert live == [["a", "b"], ["a", "b", "c"], ["a", "b", "c"], ["a", "b", "c", "d"]]
+    assert result.by_key == {"a": [W(0, 0, 5, 2), W(1, 40, 40, 1)],
+                             "b": [W(0, 1, 1, 1)],
+                             "c": [W(0, 60, 60, 1), W(1, 90, 90, 1)]}
+    assert result.snapshots["a"][2:] == ((), 2) and result.timers.keys() == {"d"}
 
 
-def test_many_keys_leave_no_state_after_their_sessions_close():
+def test_many_keys_keep_only_their_session_counter_after_their_sessions_close():
     items = [(f"user{n}", ev(n % 7)) for n in range(200)]
     script = [Batch(items), Batch([("clock", ev(500))])]
     result = run(count_window(SESSIONS), script + [Batch([("clock", ev(501))])],
                  time=sw.EventTime("ts"))
     assert len(result.outputs) == 200
-    assert result.live_keys == 1          # only "clock"
+    assert {result.snapshots[f"user{n}"][2:] for n in range(200)} == {((), 1)}
+    assert result.timers.keys() == {"clock"}   # no timers for the closed keys
 
 
 def test_session_late_values_with_lateness():
@@ -193,9 +192,8 @@ def test_session_late_values_with_lateness():
               Batch([("a", ev(5)), ("a", ev(31))]),
               Eof()]
     result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
-    assert result.by_key == {"a": [W(us(0), 0, 10, 1), W(LATE_SESSION_ID, None, None,
-                                                          late=ev(5)),
-                                   W(us(30), 30, 41, 2)]}
+    assert result.by_key == {"a": [W(0, 0, 0, 1), W(LATE_SESSION_ID, None, None, late=ev(5)),
+                                   W(1, 30, 31, 2)]}
 
 
 def test_session_merge_of_three_sessions_with_fold():
@@ -205,7 +203,7 @@ def test_session_merge_of_three_sessions_with_fold():
               Batch([("a", ev(6, "s")), ("a", ev(18, "t"))]),
               Eof()]
     result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
-    assert result.by_key == {"a": [W(us(0), 0, 34, ["p", "s", "q", "t", "r"])]}
+    assert result.by_key == {"a": [W(0, 0, 24, ["p", "s", "q", "t", "r"])]}
 
 
 # -- a watermark that jumps past several windows at once -------------------------------
@@ -233,18 +231,18 @@ def test_a_jump_past_three_tumbling_windows_closes_them_in_one_activation():
     assert result.timers == {"a": t(60), "clock": t(80)}
 
 
-@pytest.mark.parametrize("windower,expected", [
+@pytest.mark.parametrize("windower,expected,live", [
     (SLIDING, [W(-1, -5, 5, 1), W(0, 0, 10, 1), W(1, 5, 15, 1), W(2, 10, 20, 1),
-               W(4, 20, 30, 2), W(5, 25, 35, 2)]),
-    (SESSIONS, [W(us(1), 1, 11, 1), W(us(12), 12, 22, 1), W(us(25), 25, 37, 2)]),
+               W(4, 20, 30, 2), W(5, 25, 35, 2)], ["clock"]),
+    (SESSIONS, [W(0, 1, 1, 1), W(1, 12, 12, 1), W(2, 25, 27, 2)], ["a", "clock"]),
 ])
-def test_a_jump_closes_every_due_sliding_window_and_session(windower, expected):
+def test_a_jump_closes_every_due_sliding_window_and_session(windower, expected, live):
     script = [Batch([("a", ev(1)), ("a", ev(12)), ("a", ev(25)), ("a", ev(27))]),
               Batch([("clock", ev(75))])]                    # watermark 0, then 45
     result = run(count_window(windower), script, time=JUMP)  # + the no-data batch at 45
     assert result.by_key["a"] == expected
     assert result.activations == 3                           # a, clock, a
-    assert sorted(result.snapshots) == ["clock"]
+    assert sorted(result.snapshots) == live                  # sessions: a's counter
 
 
 def test_in_processing_time_every_window_due_by_the_batch_time_closes():
@@ -268,7 +266,7 @@ def test_the_key_watermark_is_the_last_close_time_closed_not_the_clock():
               Batch([("a", ev(40))], now=t(40)),
               Eof()]
     result = run(count_window(SESSIONS), script)
-    assert result.by_key == {"a": [W(us(0), 0, 15, 2), W(us(40), 40, 50, 1)]}
+    assert result.by_key == {"a": [W(0, 0, 5, 2), W(1, 40, 40, 1)]}
 
 
 def test_without_a_clock_on_notify_closes_what_its_timer_tells(monkeypatch):
@@ -313,11 +311,11 @@ def test_max_and_min_window_merge_sessions_keeping_the_earlier_tie():
     script = [Batch([("a", ev(0, 5)), ("a", ev(15, 5))]), Batch([("a", ev(7, 2))]), Eof()]
     time = sw.EventTime("ts", watermark="1 hour")
     assert run(max_window(SESSIONS, by="x"), script, time=time).by_key == {
-        "a": [W(us(0), 0, 25, ev(0, 5))]}
+        "a": [W(0, 0, 15, ev(0, 5))]}
     assert run(min_window(SESSIONS, by="x"), script, time=time).by_key == {
-        "a": [W(us(0), 0, 25, ev(7, 2))]}
+        "a": [W(0, 0, 15, ev(7, 2))]}
     assert run(reduce_window(SESSIONS, lambda acc, v: {"ts": acc["ts"], "x": acc["x"] + v["x"]}),
-               script, time=time).by_key == {"a": [W(us(0), 0, 25, ev(0, 12))]}
+               script, time=time).by_key == {"a": [W(0, 0, 15, ev(0, 12))]}
 
 
 # -- join per window -----------------------------------------------------------------
@@ -360,18 +358,25 @@ def test_join_window_over_sessions_merges_sides():
               Eof()]
     result = run(op, script, time=sw.EventTime("ts", watermark="1 hour"))
     # "last" keeps the newer session's value for side 1
-    assert joined(result) == {"k": [(us(0), ("a", "b"))]}
+    assert joined(result) == {"k": [(0, ("a", "b"))]}
 
 
 # -- state and outputs -----------------------------------------------------------------
 
 
 def test_snapshots_are_plain_data():
-    runner = Runner(join_window(SESSIONS, 2, insert_mode="product"), time=sw.EventTime("ts"))
-    runner.step(Batch([("k", Tagged(0, ev(0, "a"))), ("k", Tagged(1, ev(1, "b")))]))
-    snapshot = runner.finish().snapshots["k"]
-    assert snapshot == (None, None, ((us(0), t(0), t(11), 2, [[ev(0, "a")], [ev(1, "b")]]),))
-    assert b"sparkwax" not in pickle.dumps(snapshot)   # no sparkwax classes inside
+    # unordered: session 0, the next one will be 1; ordered: the values are kept
+    # until the close, which numbers the session (inside, its first time in µs)
+    first_us = int((t(0) - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds()) * 10**6
+    for ordered, window_id, acc, next_id in (
+            (False, 0, [[ev(0, "a")], [ev(1, "b")]], 1),
+            (True, first_us, [(0, ev(0, "a")), (1, ev(1, "b"))], 0)):
+        runner = Runner(join_window(SESSIONS, 2, insert_mode="product", ordered=ordered),
+                        time=sw.EventTime("ts"))
+        runner.step(Batch([("k", Tagged(0, ev(0, "a"))), ("k", Tagged(1, ev(1, "b")))]))
+        snapshot = runner.finish().snapshots["k"]
+        assert snapshot == (None, None, ((window_id, t(0), t(11), 2, acc),), next_id)
+        assert b"sparkwax" not in pickle.dumps(snapshot)   # no sparkwax classes inside
 
 
 def test_window_schema():
@@ -379,3 +384,31 @@ def test_window_schema():
                                      "timestamp, value long, late string")
     assert window_schema("double", late="struct<ts: timestamp>").endswith(
         "late struct<ts: timestamp>")
+
+
+@pytest.mark.parametrize("ordered,xs_in_window", [(True, [2, 3, 1]), (False, [1, 2, 3])])
+def test_ordered_applies_a_windows_values_in_time_order(ordered, xs_in_window):
+    # arrival: 3 min (x=1), then 1 min (x=2) and 2 min (x=3) in later batches
+    script = [Batch([("a", ev(3, 1))]), Batch([("a", ev(1, 2))]), Batch([("a", ev(2, 3))]),
+              Eof()]
+    time = sw.EventTime("ts", watermark="1 hour")
+    collected = run(collect_window(TEN, ordered=ordered), script, time=time).by_key["a"]
+    assert [xs(w.value) for w in collected] == [xs_in_window]
+    folded = run(fold_window(TEN, list, lambda acc, v: acc + [v["x"]], ordered=ordered),
+                 script, time=time).by_key["a"]
+    assert [w.value for w in folded] == [xs_in_window]
+    first = run(join_window(TEN, ["l", "r"], insert_mode="first", ordered=ordered),
+                [Batch([("a", Tagged("l", ev(3, 1)))]), Batch([("a", Tagged("l", ev(1, 2)))]),
+                 Eof()], time=time).by_key["a"]
+    assert [w.value[0]["x"] for w in first] == [xs_in_window[0]]   # "first" in event time
+
+
+def test_ordered_sessions_are_numbered_in_time_order_like_bytewaxs():
+    # session [20] arrives before session [0]; Bytewax applies ordered values in
+    # time order, so [0] is session 0 and [20] session 1
+    script = [Batch([("a", ev(20, 1))]), Batch([("a", ev(0, 2))]), Eof()]
+    time = sw.EventTime("ts", watermark="1 hour")
+    ordered = run(collect_window(SESSIONS), script, time=time).by_key["a"]
+    assert [(w.window_id, xs(w.value)) for w in ordered] == [(0, [2]), (1, [1])]
+    unordered = run(count_window(SESSIONS), script, time=time).by_key["a"]
+    assert sorted((w.window_id, w.open_time.minute) for w in unordered) == [(0, 20), (1, 0)]

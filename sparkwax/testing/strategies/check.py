@@ -43,6 +43,12 @@ _HINTS = {
     "roundtrip": (
         "builder(snapshot).snapshot() does not give the snapshot back: __init__ and "
         "snapshot() disagree about the state's shape."),
+    "lost_state": (
+        "A logic rebuilt from its snapshot has another notify_at() than the logic that "
+        "committed the snapshot: it keeps state (say its next timer) outside snapshot(). "
+        "A Bytewax worker keeps live objects, so this works there; Spark and sparkwax "
+        "rebuild the logic at every activation, so the state is lost. Put it in "
+        "snapshot()."),
     "determinism": (
         "Two identical runs gave different results: the logic depends on something "
         "outside its state (wall clock, randomness, set/dict order of unhashable "
@@ -57,7 +63,7 @@ class LogicCheckFailed(AssertionError, SparkwaxError):
 def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False,
                 order_by=None, step_id: str = "check", max_examples: int = 100,
                 eof: bool = True, settings: Optional[hypothesis_settings] = None,
-                ttl=None, max_state_bytes: Optional[int] = None) -> None:
+                ttl=None, max_state_bytes: Optional[int] = None, sides=None) -> None:
     """Property-test ``builder``'s logic on generated scripts; raise
     LogicCheckFailed with the shrunk script on the first broken property:
 
@@ -65,18 +71,22 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
         snapshots equal those of a run that keeps live objects;
     (b) every final snapshot pickles and ``builder(snapshot).snapshot()``
         returns it;
-    (c) runs are deterministic.
+    (c) runs are deterministic;
+    (d) a logic rebuilt from its snapshot has the same ``notify_at()`` as the
+        logic that committed it (no LostStateWarning).
 
     ``items`` is a strategy of ``(key, value)`` lists (see ``keyed_items`` and
-    ``timestamped_items``); ``time``, ``batch``, ``order_by``, ``ttl`` and
-    ``max_state_bytes`` as for run().
+    ``timestamped_items``); ``time``, ``batch``, ``order_by``, ``ttl``,
+    ``max_state_bytes`` and ``sides`` (a connected step's side names) as for run().
     """
+    if sides is None:
+        sides = getattr(builder, "sides", None)  # a join builder's, before wrapping
     if ttl is not None or max_state_bytes is not None:
         from ...operators.limits import step_builder
 
         builder = step_builder(builder, ttl=ttl, max_state_bytes=max_state_bytes, time=time,
                                batch=batch, step_id=step_id)
-    options = dict(time=time, batch=batch, order_by=order_by, step_id=step_id)
+    options = dict(time=time, batch=batch, order_by=order_by, step_id=step_id, sides=sides)
     strategy = scripts_strategy(items=items, time=time, eof=eof)
     chosen = settings or hypothesis_settings(
         max_examples=max_examples, deadline=None, database=None,
@@ -95,6 +105,8 @@ def _check_script(builder, script, options) -> None:
     live = run(builder, calm, restore="on_crash", **options)
     spark_like = run(builder, script, restore="always", **options)
     crashed_live = run(builder, script, restore="on_crash", **options)
+    if spark_like.lost_state:
+        _fail("lost_state", script, "\n".join(spark_like.lost_state))
     _compare("restore", script, live, spark_like, "restored every activation (as on Spark)")
     _compare("restore", script, live, crashed_live, "live objects, crashing where the script says")
     again = run(builder, script, restore="always", **options)

@@ -1,0 +1,74 @@
+"""Bytewax 0.21.1's operator family, side by side: every operator (stateful_map,
+stateful_flat_map, collect, the *_final family, join in every mode, every
+windower with every window operator, out-of-order items) through Bytewax's
+``run_main`` and through sparkwax's offline runner, compared per key, window
+ids and open/close metadata included. The bounded Spark run of the same cases
+is tests/spark/test_bytewax_family_spark.py."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("bytewax.operators")
+
+import sparkwax as sw  # noqa: E402
+from sparkwax.testing import Batch, Crash, Eof, run  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from bytewax_family import (  # noqa: E402
+    WAIT, family_cases, offline_items, run_bytewax, sparkwax_shape)
+
+CASES = {case.name: case for case in family_cases()}
+TIME = sw.EventTime("ts", watermark=WAIT)
+
+
+@functools.lru_cache(maxsize=None)
+def bytewax_result(name):
+    return run_bytewax(CASES[name])
+
+
+def offline(case, *, crash_every=None):
+    pairs = offline_items(case)
+    script = []
+    for number, pair in enumerate(pairs):       # one item per batch, like batch_size=1
+        script.append(Batch([pair]))
+        if crash_every and number % crash_every == crash_every - 1:
+            script.append(Crash())
+    script.append(Eof())
+    time = TIME if case.windowed else None
+    return sparkwax_shape(case, run(case.builder, script, time=time).by_key)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_outputs_per_key_as_bytewax(name):
+    expected = bytewax_result(name)
+    assert expected, "the case must produce something"
+    assert offline(CASES[name]) == expected
+
+
+@pytest.mark.parametrize("name", ["collect_window-session", "join-first-running",
+                                  "fold_window-sliding", "count_window-session"])
+def test_same_outputs_with_crashes(name):
+    assert offline(CASES[name], crash_every=3) == bytewax_result(name)
+
+
+def test_the_cases_cover_the_family_and_out_of_order_windows():
+    names = set(CASES)
+    for operator in ("stateful_map", "stateful_flat_map", "collect", "fold_final",
+                     "reduce_final", "count_final", "max_final", "min_final"):
+        assert operator in names
+    assert {f"join-{i}-{e}" for i in ("first", "last", "product")
+            for e in ("complete", "final", "running")} <= names
+    for windower in ("tumbling", "sliding", "session"):
+        for operator in ("collect_window", "count_window", "fold_window", "reduce_window",
+                         "max_window", "min_window"):
+            assert f"{operator}-{windower}" in names
+    # out of order inside a window: Bytewax's ordered collect sorts by time
+    collected = bytewax_result("collect_window-tumbling")["a"][0][3]
+    assert [v["x"] for v in collected] == [2, 3, 1]
+    sessions = bytewax_result("count_window-session")["a"]
+    assert [row[0] for row in sessions] == list(range(len(sessions)))

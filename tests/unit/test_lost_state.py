@@ -1,0 +1,158 @@
+"""State kept outside snapshot() is lost at every activation (Spark's rule):
+sparkwax says so loudly, once per step, when a rebuilt logic's notify_at()
+differs from the one committed with the snapshot."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import sparkwax as sw
+from sparkwax import LostStateWarning
+from sparkwax._driver import Driver
+from sparkwax.testing import Batch, Eof, check_logic, run
+from sparkwax.testing.strategies import timestamped_items
+from sparkwax.testing.strategies.check import LogicCheckFailed
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+TIME = sw.EventTime("ts")
+
+
+def at(minutes):
+    return {"ts": T0 + timedelta(minutes=minutes), "value": 1}
+
+
+class TimerOutsideSnapshot(sw.StatefulLogic):
+    """Works under Bytewax (live objects); its timer is not in snapshot()."""
+
+    def __init__(self, resume=None):
+        self.count = resume or 0
+        self.timer = None
+
+    def on_item(self, value):
+        self.count += 1
+        self.timer = value["ts"] + timedelta(minutes=5)
+        return [], sw.RETAIN
+
+    def notify_at(self):
+        return self.timer
+
+    def on_notify(self):
+        self.timer = None
+        return [("fired", self.count)], sw.RETAIN
+
+    def on_eof(self):
+        return [("eof", self.count)], sw.RETAIN
+
+    def snapshot(self):
+        return self.count
+
+
+class TimerInSnapshot(TimerOutsideSnapshot):
+    def __init__(self, resume=None):
+        self.count, self.timer = resume or (0, None)
+
+    def snapshot(self):
+        return (self.count, self.timer)
+
+
+SCRIPT = [Batch([("a", at(0)), ("b", at(1))]), Batch([("c", at(10))]), Eof()]
+
+
+@pytest.mark.parametrize("restore", ["always", "on_crash"])
+def test_a_lost_timer_warns_once_per_step_naming_step_and_class(restore):
+    script = SCRIPT if restore == "always" else [SCRIPT[0], sw.testing.Crash(), *SCRIPT[1:]]
+    with pytest.warns(LostStateWarning) as caught:
+        result = run(TimerOutsideSnapshot, script, time=TIME, step_id="alerts",
+                     restore=restore)
+    messages = [str(w.message) for w in caught if w.category is LostStateWarning]
+    assert len(messages) == 1 and result.lost_state == messages
+    assert "step 'alerts': TimerOutsideSnapshot rebuilt from its snapshot (key 'a')" in \
+        messages[0]
+    assert "notify_at() = None" in messages[0] and "put it in snapshot()" in messages[0]
+    # what was lost: a's and b's timers never fire (under Bytewax they would)
+    assert result.by_key == {"a": [("eof", 1)], "b": [("eof", 1)], "c": [("eof", 1)]}
+
+
+def test_a_logic_with_its_timer_in_the_snapshot_is_quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LostStateWarning)
+        result = run(TimerInSnapshot, SCRIPT, time=TIME)
+    assert result.lost_state == []
+    assert result.by_key["a"] == [("fired", 1), ("eof", 1)]
+
+
+def test_check_logic_reports_the_lost_state():
+    with pytest.raises(LogicCheckFailed, match="lost_state(.|\n)*TimerOutsideSnapshot"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LostStateWarning)
+            check_logic(TimerOutsideSnapshot, items=timestamped_items(min_size=2),
+                        time=TIME, max_examples=30)
+    check_logic(TimerInSnapshot, items=timestamped_items(), time=TIME, max_examples=10)
+
+
+def test_the_spark_host_passes_the_committed_timer():
+    pytest.importorskip("pyspark")
+    import pandas as pd
+
+    from sparkwax.engine.columns import InputLayout
+    from sparkwax.engine.host import EVENT, StreamingHost
+
+    class FakeState:
+        exists, hasTimedOut = True, True
+
+        def __init__(self, stored):
+            self.get = stored
+
+        def getCurrentWatermarkMs(self):
+            return 10 * 60_000
+
+        def update(self, row):
+            self.get = row
+
+        def setTimeoutTimestamp(self, ms):
+            pass
+
+        def remove(self):
+            self.exists = False
+
+    driver = Driver(TimerOutsideSnapshot, step_id="alerts")
+    first = driver.activate("a", None, [at(0)], 0)
+    layout = InputLayout(names=("ts", "value"), sources=("ts", "value"), kinds=("o", "o"),
+                         scalar=False, order_by=(), event_column="__sw_event_us")
+    host = StreamingHost(driver, layout, outputs=None, timeout=EVENT, single_key=True)
+    with pytest.warns(LostStateWarning, match="step 'alerts': TimerOutsideSnapshot"):
+        list(host(("a",), iter([pd.DataFrame()]), FakeState((first.state, first.timer))))
+
+
+def test_callback_errors_are_runtime_errors_like_bytewaxs():
+    class Broken(sw.StatefulLogic):
+        def __init__(self, resume=None):
+            pass
+
+        def on_item(self, value):
+            raise KeyError("price")
+
+        def snapshot(self):
+            return None
+
+    with pytest.raises(RuntimeError, match="step 'prices', key 'k', on_item") as caught:
+        run(Broken, [Batch([("k", 1)])], step_id="prices")
+    assert isinstance(caught.value, sw.CallbackError) and \
+        isinstance(caught.value.__cause__, KeyError)
+
+
+def test_the_packed_host_keeps_the_committed_timer_per_key():
+    pytest.importorskip("pyspark")
+    from sparkwax.engine.bucket import Bucket
+
+    bucket = Bucket.empty()
+    bucket.put("a", b"blob-a", 1_000, 999)
+    bucket.put("b", b"blob-b", None, None)
+    assert (bucket.timer("a"), bucket.timer("b"), bucket.timer("zz")) == (1_000, None, None)
+    stored, _ = bucket.encode()
+    again = Bucket.decode(stored)
+    assert (again.timer("a"), again.timer("b")) == (1_000, None)
+    assert type(again.timer("a")) is int

@@ -1,0 +1,121 @@
+"""Offline: a watermark per side of a connected step, then the minimum
+(Spark's ``multipleWatermarkPolicy=min``), streaming and bounded."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import sparkwax as sw
+from sparkwax.errors import ConfigError, InputError
+from sparkwax.operators import Tagged, count_window, joiner, join_window, stateful_map, tag
+from sparkwax.operators import TumblingWindower
+from sparkwax.testing import Batch, Eof, run, run_bounded
+from sparkwax.watermark import Watermark
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+TIME = sw.EventTime("ts", watermark="1 minute")
+
+
+def at(minutes, **fields):
+    return {"ts": T0 + timedelta(minutes=minutes), **fields}
+
+
+def ahead_script():
+    """Side "fast" jumps 10 minutes ahead; "slow" keeps sending 0-4 minutes."""
+    return [Batch(tag("slow", [("k", at(0)), ("k", at(1))]) + tag("fast", [("k", at(10))])),
+            Batch(tag("slow", [("k", at(2)), ("k", at(3)), ("k", at(4))])), Eof()]
+
+
+def test_a_side_far_ahead_does_not_make_the_other_sides_rows_late():
+    result = run(joiner(["slow", "fast"], emit_mode="running"), ahead_script(), time=TIME)
+    assert result.late == 0
+    assert [pair[0]["ts"] for pair in result.by_key["k"] if pair[0]][-3:] == \
+        [at(m)["ts"] for m in (2, 3, 4)]
+
+
+def test_the_watermark_is_the_slowest_sides():
+    seen = stateful_map(lambda state, item: (None, sw.now()))
+    script = [Batch(tag("slow", [("k", at(0))]) + tag("fast", [("k", at(10))])),
+              Batch(tag("slow", [("k", at(5))])),
+              Batch(tag("fast", [("k", at(11))]))]
+    result = run(seen, script, time=TIME, sides=["slow", "fast"])
+    # batch 1 at 0 (the epoch), batch 2 at min(0, 10) - 1 min, batch 3 at min(5, 10) - 1
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    assert result.by_key["k"] == [epoch, epoch, at(-1)["ts"], at(4)["ts"]]
+
+
+def test_a_side_without_data_holds_the_watermark_at_zero():
+    seen = stateful_map(lambda state, item: (None, sw.now()))
+    script = [Batch(tag("a", [("k", at(30))])), Batch(tag("a", [("k", at(40))]))]
+    with_silent_side = run(seen, script, time=TIME, sides=["a", "b"])
+    assert [m.minute for m in with_silent_side.by_key["k"]] == [0, 0]
+    alone = run(seen, script, time=TIME, sides=["a"])
+    assert [m.minute for m in alone.by_key["k"]] == [0, 29]
+
+
+def test_join_window_carries_its_sides():
+    windows = join_window(TumblingWindower("5 minutes", align_to=T0), ["slow", "fast"])
+    result = run(windows, ahead_script(), time=TIME)
+    assert result.late == 0
+    assert len(result.by_key["k"]) == 2          # window [0, 5) with all five readings
+
+
+def test_bounded_input_keeps_a_watermark_per_side_too():
+    items = [(k, v) for step in ahead_script()[:2] for k, v in step.items]
+    seq = {id(v): n for n, (_, v) in enumerate(items)}
+    arrival = lambda item: seq[id(item)]  # noqa: E731
+    result = run_bounded(joiner(["slow", "fast"], emit_mode="running"), items, time=TIME,
+                         order_by=arrival)
+    assert result.late == 0 and len(result.by_key["k"]) == 6
+
+
+def test_tagged_values_without_known_sides_are_refused_in_event_time():
+    counting = count_window(TumblingWindower("5 minutes"))
+    with pytest.raises(ConfigError, match="sides="):
+        run(counting, ahead_script(), time=TIME)
+    with pytest.raises(ConfigError, match="sides="):
+        run_bounded(counting, ahead_script()[0].items, time=TIME)
+    # processing time has no watermark: nothing to know
+    assert run(stateful_map(lambda s, v: (None, 1)), ahead_script()).by_key == {"k": [1] * 6}
+
+
+def test_unknown_or_untagged_values_of_a_step_with_sides():
+    with pytest.raises(InputError, match="unknown side 'other'"):
+        run(stateful_map(lambda s, v: (None, v)), [Batch(tag("other", [("k", at(1))]))],
+            time=TIME, sides=["slow", "fast"])
+    with pytest.raises(InputError, match="needs Tagged values"):
+        run(stateful_map(lambda s, v: (None, v)), [Batch([("k", at(1))])], time=TIME,
+            sides=["slow", "fast"])
+    with pytest.raises(ConfigError, match="distinct"):
+        run(joiner(2), [], time=TIME, sides=["a", "a"])
+
+
+def test_watermark_rules():
+    clock = Watermark(delay_ms=0, inputs=3)
+    clock.see(5_000, 0)
+    clock.see(9_000, 2)
+    assert clock.advance() == 0 and clock.seen
+    clock.see(7_000, 1)
+    assert clock.advance() == 5
+    twin = clock.copy()
+    twin.see(50_000, 0)
+    assert clock.maxima[0] == 5 and twin.advance() == 7
+    with pytest.raises(ValueError):
+        Watermark(inputs=0)
+    assert not Watermark().seen and Tagged("a", 1).side == "a"
+
+
+def test_check_logic_takes_the_sides():
+    from hypothesis import strategies as st
+
+    from sparkwax.testing import check_logic
+
+    value = st.builds(lambda m: {"ts": T0 + timedelta(minutes=m)}, st.integers(0, 30))
+    items = st.lists(st.tuples(st.sampled_from("ab"),
+                               st.builds(Tagged, st.sampled_from(["l", "r"]), value)))
+    seen = stateful_map(lambda state, item: ((state or 0) + 1, item.side))
+    check_logic(seen, items=items, time=TIME, sides=["l", "r"], max_examples=10)
+    with pytest.raises(ConfigError, match="sides="):
+        check_logic(seen, items=items.filter(bool), time=TIME, max_examples=10)
