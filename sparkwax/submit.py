@@ -66,7 +66,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``submit`` on an argparse ``subparsers`` object."""
     import inspect
 
-    doc = inspect.getdoc(submit_command)
+    doc = inspect.getdoc(submit_command) or ""
     parser = subparsers.add_parser("submit", help=doc.splitlines()[0], description=doc,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(handler=submit_command(parser))
@@ -178,6 +178,7 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
     home = home or spark_home()
     spark_args = list(spark_args)
     py_files, spark_args = _option_value(spark_args, "--py-files")
+    master_shown: Optional[str]
     if master is None and not _has_option(spark_args, "--master"):
         master_shown = "local[*]"  # spark-submit's default
     else:

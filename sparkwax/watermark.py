@@ -48,12 +48,8 @@ class Watermark:
 
     def candidate(self) -> int:
         """What the watermark would move to now (before the monotonic rule)."""
-        lowest = None
-        for ms in self.maxima:
-            mark = 0 if ms is None else max(ms - self.delay_ms, 0)
-            if lowest is None or mark < lowest:
-                lowest = mark
-        return lowest
+        return min((0 if ms is None else max(ms - self.delay_ms, 0) for ms in self.maxima),
+                   default=0)
 
     def advance(self) -> int:
         """Move the watermark (end of a micro-batch) and return it."""

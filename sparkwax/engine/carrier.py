@@ -23,7 +23,7 @@ step. The zip travels with the function (about 115 KB per task).
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from typing import Any, Callable
 
 
 def carry(function: Callable, *, zip_bytes: bytes, zip_name: str) -> Callable:
@@ -56,6 +56,7 @@ def carry(function: Callable, *, zip_bytes: bytes, zip_name: str) -> Callable:
         return loaded[0]
 
     arity = len(inspect.signature(function).parameters)
+    carried: Callable[..., Any]
     if arity == 1:
         def carried(first):
             return load()(first)

@@ -289,7 +289,7 @@ def active_session(spark, what: str):
         return spark
     from pyspark.sql import SparkSession
 
-    found = SparkSession.getActiveSession()
+    found: Any = SparkSession.getActiveSession()
     if found is None:
         try:
             from pyspark.sql.connect.session import SparkSession as ConnectSession

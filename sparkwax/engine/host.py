@@ -8,7 +8,7 @@ call, state row ``(snapshot binary, timer long)``); ``BoundedHost`` is the
 from __future__ import annotations
 
 import warnings
-from typing import Iterator, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
@@ -39,6 +39,8 @@ class StreamingHost:
     def __call__(self, key_values: Tuple, frames: Iterator[pd.DataFrame], state
                  ) -> Iterator[pd.DataFrame]:
         key = plain_key(key_values, self.single_key)
+        values: Sequence[Any]
+        times: Optional[List[int]]
         if state.hasTimedOut:
             values, times = (), ([] if self.layout.event_column else None)
             for _ in frames:  # Spark sends one empty frame; drain it
@@ -58,7 +60,7 @@ class StreamingHost:
         if act.emits:
             yield self.outputs.frame(key, key_values, act.emits)
 
-    def _now(self, state) -> Optional[int]:
+    def _now(self, state) -> int:
         if self.timeout == EVENT or self.layout.event_column is not None:
             return state.getCurrentWatermarkMs()
         return state.getCurrentProcessingTimeMs()

@@ -67,6 +67,7 @@ class OutputBuilder:
             for (_, key_values, _), count in zip(groups, counts):
                 column += [key_values[index]] * count
             data[name] = column
+        columns: List[Sequence[Any]]
         if self.width == 1:
             columns = [[value if type(value) in _PLAIN else self._row(key, value)[0]
                         for key, _, emits in groups for value in emits]]
@@ -74,9 +75,9 @@ class OutputBuilder:
             rows = [self._row(key, value) for key, _, emits in groups for value in emits]
             columns = list(zip(*rows)) if rows else [()] * self.width
         keys = _RowKeys(groups, counts)
-        for field, check, typed, column in zip(self.fields, self._checks, self._typed,
-                                               columns):
-            data[field.name] = self._convert(keys, field, list(column), check, typed)
+        for field, check, typed, cells in zip(self.fields, self._checks, self._typed,
+                                              columns):
+            data[field.name] = self._convert(keys, field, list(cells), check, typed)
         if len(data) == len(self.columns):
             # The dict is already in column order: passing columns= as well
             # makes pandas reindex, ~5x the cost of the whole frame.
@@ -171,7 +172,7 @@ def _int_range(dtype):
 
 
 # Spark type -> (exact Python type of every value, numpy dtype, min, max)
-_TYPED = {
+_TYPED: Dict[type, Tuple[type, Any, Any, Any]] = {
     T.LongType: _int_range(np.int64),
     T.IntegerType: _int_range(np.int32),
     T.ShortType: _int_range(np.int16),

@@ -260,7 +260,7 @@ def _parse_schema(df, schema, step_id: str) -> T.StructType:
                       f"got {schema!r}")
 
 
-def parse_ddl(spark, ddl: str) -> T.StructType:
+def parse_ddl(spark, ddl: str) -> T.DataType:
     """``"a long, b string"`` as a StructType, parsed by ``spark`` (a Spark
     Connect client has no local parser: the server parses it)."""
     if is_connect(spark):

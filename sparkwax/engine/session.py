@@ -62,7 +62,7 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     submitted = _submitted_conf()
     if master is None and submitted is None:
         master = "local[*]"
-    cores = _cores(master or submitted.get("spark.master", "local[*]"), submitted or {})
+    cores = _cores(master or (submitted or {}).get("spark.master", "local[*]"), submitted or {})
     settings = {
         "spark.sql.shuffle.partitions": str(cores),
         "spark.default.parallelism": str(cores),
@@ -172,8 +172,9 @@ def _submitted_conf() -> Optional[Dict[str, str]]:
 def _cores(master: str, submitted: Dict[str, str]) -> int:
     """Task slots to size partitions by: N of local[N], else the submitted
     spark.cores.max or executor instances x cores, else this machine's cores."""
-    if _local_cores(master):
-        return _local_cores(master)
+    local = _local_cores(master)
+    if local:
+        return local
     if submitted.get("spark.cores.max", "").isdigit():
         return int(submitted["spark.cores.max"])
     instances = submitted.get("spark.executor.instances", "")

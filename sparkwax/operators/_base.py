@@ -16,7 +16,7 @@ datetime.timedelta(seconds=90)
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Union, cast
 
 from ..errors import ConfigError
 from ..timers import EPOCH, UTC, duration_ms
@@ -131,7 +131,7 @@ def time_getter(ts: FieldSpec) -> TimeOf:
     if ts is None:
         raise ConfigError("this operator needs ts= (a field name or a callable giving "
                           "each value's aware datetime)")
-    return TimeOf(field_getter(ts, "ts"))
+    return TimeOf(cast(Callable[[Any], Any], field_getter(ts, "ts")))
 
 
 def epoch_us(moment: datetime) -> int:

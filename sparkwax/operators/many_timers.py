@@ -25,7 +25,7 @@ True
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple, cast
 
 from .._driver import now as clock
 from ._base import aware, later
@@ -80,7 +80,8 @@ class Timers:
         ``on_notify`` at least the timer that fired comes out."""
         if not self._at:
             return []
-        reached = later(self.notify_at(), clock()) if now is None else aware(now, "now")
+        reached = (cast(datetime, later(self.notify_at(), clock())) if now is None
+                   else aware(now, "now"))
         order = {name: position for position, name in enumerate(self._at)}
         due = sorted(((name, at) for name, at in self._at.items() if at <= reached),
                      key=lambda pair: (pair[1], order[pair[0]]))

@@ -84,7 +84,7 @@ def _round_up(span: timedelta, step: timedelta) -> timedelta:
     return -((-span) // step) * step
 
 
-def deduplicate(key_fn: FieldSpec = None, ttl: Duration = None, *,
+def deduplicate(key_fn: FieldSpec = None, ttl: Optional[Duration] = None, *,
                 ts: FieldSpec = "ts") -> OperatorBuilder:
     """Drop a value whose id was seen less than ``ttl`` before it.
 

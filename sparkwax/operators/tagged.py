@@ -15,7 +15,7 @@ tagged values offline just as on Spark.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 
 class Tagged(tuple):
@@ -51,7 +51,7 @@ def tag(side: Any, items: Iterable[Tuple[Any, Any]]) -> List[Tuple[Any, Tagged]]
     return [(key, Tagged(side, value)) for key, value in items]
 
 
-def side_names(count: int, names: Sequence[str] = None) -> List[str]:
+def side_names(count: int, names: Optional[Sequence[str]] = None) -> List[str]:
     """Default side names: ``left``/``right`` for two sides, else ``side0``..."""
     if names is None:
         return ["left", "right"] if count == 2 else [f"side{i}" for i in range(count)]

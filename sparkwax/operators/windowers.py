@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Union
+from typing import Union, cast
 
 from ..errors import ConfigError
 from ..timers import EPOCH
@@ -66,8 +66,9 @@ class SlidingWindower(FixedWindower):
     (ids are negative before ``align_to``). ``offset`` must not exceed
     ``length`` (there would be gaps)."""
 
-    length: Duration
-    offset: Duration
+    # The constructor takes Durations; __post_init__ stores timedeltas (FixedWindower's types).
+    length: Duration  # type: ignore[assignment]
+    offset: Duration  # type: ignore[assignment]
     align_to: datetime = EPOCH
 
     def __post_init__(self):
@@ -80,15 +81,15 @@ class TumblingWindower(FixedWindower):
     """Back-to-back windows of ``length`` aligned to ``align_to``: every value
     is in exactly one window, id ``(ts - align_to) // length``."""
 
-    length: Duration
+    length: Duration  # type: ignore[assignment]  # a timedelta after __post_init__
     align_to: datetime = EPOCH
 
     def __post_init__(self):
         self._check(self.length, self.length, self.align_to)
 
     @property
-    def offset(self) -> timedelta:
-        return self.length
+    def offset(self) -> timedelta:  # type: ignore[override]  # read-only: always length
+        return cast(timedelta, self.length)
 
 
 @dataclass(frozen=True)

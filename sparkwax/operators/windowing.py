@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union, cast
 
 from .._driver import now
 from ..errors import ConfigError
@@ -187,7 +187,8 @@ class WindowLogic(StatefulLogic):
 
     def _fixed_item(self, ts, value, emits) -> None:
         config = self.config
-        windower, agg, watermark = config.windower, config.agg, self.watermark
+        windower, agg, watermark = (cast(FixedWindower, config.windower), config.agg,
+                                     self.watermark)
         for window_id in windower.ids_for(ts):
             open_time, close_time = windower.bounds(window_id)
             if watermark is not None and close_time <= watermark:
@@ -207,7 +208,7 @@ class WindowLogic(StatefulLogic):
         if self.watermark is not None and ts <= self.watermark:
             self._late(LATE_SESSION_ID, None, None, value, emits)
             return
-        gap, agg = config.windower.gap, config.agg
+        gap, agg = cast(SessionWindower, config.windower).gap, config.agg
         target = None
         for window_id in self._by_open():
             window = self.windows[window_id]
@@ -408,5 +409,5 @@ class _SideValue:
 
 for _operator in (fold_window, collect_window, count_window, reduce_window, sum_window,
                   mean_window, max_window, min_window, join_window):
-    _operator.__doc__ += _DOC_COMMON
+    _operator.__doc__ = (_operator.__doc__ or "") + _DOC_COMMON
 del _operator

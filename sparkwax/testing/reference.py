@@ -95,6 +95,8 @@ class SessionTracker(StatefulLogic):
     gap = timedelta(minutes=30)
 
     def __init__(self, resume: Optional[Tuple[datetime, datetime, int]] = None):
+        self.start: Optional[datetime]
+        self.last: Optional[datetime]
         self.start, self.last, self.events = resume or (None, None, 0)
 
     def on_item(self, value):
