@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import os
 import tempfile
+import uuid
 from typing import Any, Callable, Dict, Optional
 
 from ..engine.plan import stateful, stateful_batch
@@ -49,7 +50,8 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
     uri = uri or workdir
     source = os.path.join(workdir, "input")
     os.makedirs(source, exist_ok=True)
-    checkpoint, sink = join_path(uri, "checkpoint"), join_path(uri, "outputs")
+    # this call's outputs only (a second call may continue on the same checkpoint)
+    checkpoint, sink = join_path(uri, "checkpoint"), join_path(uri, f"outputs-{uuid.uuid4().hex}")
     files = 0
 
     def start():
