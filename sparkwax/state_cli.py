@@ -24,6 +24,7 @@ from .paths import local_folder
 from .snapshot_json import json_value, sort_key
 
 _SNAPSHOT_WIDTH = 60
+_CHECKPOINT_HELP = "the query's checkpoint: a path or any URI Spark can read (hdfs://, s3a://...)"
 
 
 def state_command(parser: argparse.ArgumentParser):
@@ -37,7 +38,7 @@ def state_command(parser: argparse.ArgumentParser):
     """
     actions = parser.add_subparsers(dest="action", metavar="{show,clear}", required=True)
     show = actions.add_parser("show", help="print the live keys and their snapshots")
-    show.add_argument("checkpoint", help="the query's checkpoint directory")
+    show.add_argument("checkpoint", help=_CHECKPOINT_HELP)
     show.add_argument("--key", help="only this key (first key column, as a string)")
     show.add_argument("--limit", type=int, default=20,
                       help="at most this many keys, largest first (default 20; 0 = all)")
@@ -48,7 +49,7 @@ def state_command(parser: argparse.ArgumentParser):
                            "as JSON: datetimes ISO 8601, bytes as {\"$bytes\": base64}, "
                            "other objects as {\"$repr\": ...}), then the summary")
     clear = actions.add_parser("clear", help="remove the checkpoint (after confirmation)")
-    clear.add_argument("checkpoint", help="the query's checkpoint directory")
+    clear.add_argument("checkpoint", help=_CHECKPOINT_HELP)
     clear.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     clear.add_argument("--force", action="store_true",
                        help="clear even if a query seems to be running on it")
