@@ -12,7 +12,7 @@ without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 from .errors import (BuilderError, CallbackError, ConfigError, InputError, LogicError,
                      LostStateWarning, NotifyAtError, ReturnValueError, SchemaError,
                      SnapshotError, SparkwaxError)
-from ._driver import now
+from .clock import Clock, current_clock, now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from .progress import follow
 from .timers import EventTime, ProcessingTime
@@ -33,10 +33,10 @@ if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time
 _EXPORTED_ENGINE = _ENGINE_NAMES if _find_spec("pyspark") is not None else ()
 
 __all__ = [  # a list display (sorted below) so that type checkers read it
-    "Builder", "BuilderError", "CallbackError", "ConfigError", "DISCARD", "EventTime",
+    "Builder", "BuilderError", "CallbackError", "Clock", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", "follow", "now", *_EXPORTED_ENGINE,
+    "StatefulLogic", "current_clock", "follow", "now", *_EXPORTED_ENGINE,
 ]
 __all__.sort()
 

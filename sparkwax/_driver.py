@@ -1,23 +1,31 @@
 """THE semantics: one activation of one key (DESIGN.md section 3).
 
-Both hosts (the Spark engine and the offline runner) call this module and add
-no semantics of their own. An activation is:
+Every host (the Spark per-key and packed hosts, their bounded forms, the
+offline runner in both restore modes, ``finish``) hands this module a key's
+stored state, its rows and the host's clocks, and adds no semantics of its
+own. The module is long on purpose: the whole contract is in one file. An
+activation is:
 
+0. clock and order: ``now`` is the watermark in EventTime mode, else the
+   processing time (``Driver.now_ms``); rows are put in order (stable, by the
+   ``order_by`` columns, else by event time in EventTime mode, nulls first);
 1. restore: ``builder(decode(stored))``, or nothing yet for a new key;
 2. timer: a restored logic whose ``notify_at()`` is ``<= now`` gets one
    ``on_notify()`` before any item;
 3. items in order (late ones dropped in EventTime mode: event time ``<=``
-   watermark); after DISCARD the next item gets a fresh ``builder(None)``;
+   watermark, or null); after DISCARD the next item gets a fresh
+   ``builder(None)``;
 4. EOF (bounded input or ``finish``): ``on_eof()`` if logic is live;
-5. commit: retained -> ``encode(snapshot())`` and ``notify_at()`` as the
-   next timer; discarded -> no state;
-6. the emits, in order.
+5. commit: retained -> ``encode(snapshot())``, ``notify_at()`` as the next
+   timer and the timeout a host arms for it (``timers.host_timeout``);
+   discarded -> no state;
+6. the emits, in order, and the activation's counts (``sparkwax.metrics``).
 
 >>> from sparkwax.testing.reference import Counter
 >>> driver = Driver(Counter, step_id="count")
 >>> first = driver.activate("k", None, ["a", "b"], now_ms=0)
->>> first.emits, first.snapshot
-([1, 2], 2)
+>>> first.emits, first.snapshot, first.created
+([1, 2], 2, 1)
 >>> driver.activate("k", first.state, ["c"], now_ms=0).emits
 [3]
 """
@@ -25,13 +33,16 @@ no semantics of their own. An activation is:
 from __future__ import annotations
 
 import warnings
-from datetime import datetime
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence
+from time import perf_counter_ns
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import recovery
-from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicError,
-                     LostStateWarning, NotifyAtError, ReturnValueError)
-from .timers import UTC, from_epoch_ms, is_due, require_aware, timer_ms
+from .clock import Clock, _CURRENT
+from .errors import (NO_VALUE, BuilderError, CallbackError, ConfigError, InputError,
+                     LogicError, LostStateWarning, NotifyAtError, ReturnValueError)
+from .metrics import StepMetrics
+from .timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout, is_due,
+                     require_aware, timer_ms, to_epoch_us)
 from .watermark import Watermark
 
 
@@ -43,49 +54,194 @@ class Activation(NamedTuple):
     timer: Optional[int]      # next notify_at in epoch ms; None: no timer
     snapshot: Any             # the snapshot value behind ``state`` (None if no state)
     late: int = 0             # values dropped as late (EventTime mode)
+    armed: Optional[int] = None  # the timeout a host arms for ``timer`` (None: none)
+    rows: int = 0             # values handed in (late ones included)
+    fired: int = 0            # on_notify calls
+    created: int = 0          # 1: the key had no state before and has now
+    discarded: int = 0        # 1: the key had state before and has none now
+    callback_us: int = 0      # Python time in the activation
+
+    def metrics(self) -> StepMetrics:
+        """This activation's counts (see ``sparkwax.metrics``)."""
+        return StepMetrics(self.rows, self.late, self.fired, self.created, self.discarded,
+                           len(self.emits), self.callback_us)
 
 
-_NO_EVENT_TIMES: Sequence[int] = ()
 _ONE_INPUT = (0,)
+_MISSING = object()
+Columns = Optional[Sequence[Sequence[Any]]]
 
 
 class Driver:
     """The activation rules for one step.
 
     ``builder(resume_state_or_None)`` makes a key's logic; ``batch=True`` for
-    ``StatefulBatchLogic`` (``on_batch`` instead of ``on_item``).
-    ``event_times`` given to the activate methods are epoch microseconds, one
-    per value, in EventTime mode (None otherwise).
+    ``StatefulBatchLogic`` (``on_batch`` instead of ``on_item``); ``time`` the
+    step's time mode; ``order_by`` field names (or, offline, a callable).
+    Hosts give each activation its rows' ``event_times`` (epoch µs, None for
+    a null; EventTime mode only) and ``order`` (the ``order_by`` columns,
+    one sequence per column) as they read them; the offline host reads both
+    from the values with ``read_columns``.
     """
 
     def __init__(self, builder: Callable[[Any], Any], *, step_id: str = "stateful",
-                 batch: bool = False):
+                 batch: bool = False, time=None, order_by=None):
         if not callable(builder):
             raise BuilderError(step_id, None, "builder", builder, "builder is not callable")
         self.builder = builder
         self.step_id = step_id
         self.batch = batch
+        self.time = time if time is not None else ProcessingTime()
+        self.event_column = self.time.column if isinstance(self.time, EventTime) else None
+        self.order_by = _order_fields(order_by, step_id)
         self._entry = "on_batch" if batch else "on_item"
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
+
+    # -- the clock and the rows ---------------------------------------------------
+
+    @property
+    def uses_watermark(self) -> bool:
+        """Whether ``now`` is the watermark (EventTime) or the processing time."""
+        return self.event_column is not None
+
+    def now_ms(self, watermark_ms: Callable[[], int], processing_ms: Callable[[], int]) -> int:
+        """The activation clock from the host's two clocks (asked lazily: a
+        Spark query without a watermark has none to ask)."""
+        return watermark_ms() if self.uses_watermark else processing_ms()
+
+    def read_columns(self, key, values: Sequence) -> Tuple[Optional[List[Optional[int]]],
+                                                           Columns]:
+        """``(event_times, order)`` read from the values themselves (the
+        offline host's rows): ``value[field]`` for a mapping, else the
+        attribute, or the callable's result."""
+        times = None
+        if self.event_column is not None:
+            times = [self.event_time_of(key, value) for value in values]
+        order: Columns = None
+        if callable(self.order_by):
+            order = ([self._call_order_by(key, value) for value in values],)
+        elif self.order_by:
+            order = tuple([_field(value, name) for value in values] for name in self.order_by)
+        return times, order
+
+    def event_time_of(self, key, value) -> Optional[int]:
+        """A value's event time in epoch µs (None for a null one)."""
+        column: Any = self.event_column
+        if callable(column):
+            try:
+                moment = column(value)
+            except Exception as error:
+                raise InputError(self.step_id, key, "event time", value,
+                                 f"the EventTime callable {column!r} raised {error!r}"
+                                 ) from error
+        else:
+            moment = _field(value, column, _MISSING)
+            if moment is _MISSING:
+                raise InputError(self.step_id, key, "event time", value,
+                                 f"EventTime({column!r}) needs each value to have a "
+                                 f"{column!r} field (a mapping key or an attribute)")
+        if moment is None:
+            return None
+        try:
+            return to_epoch_us(require_aware(moment))
+        except (TypeError, ValueError) as error:
+            raise InputError(self.step_id, key, "event time", moment,
+                             f"the event time column {column!r} must hold aware datetimes: "
+                             f"{error}") from None
+
+    def _call_order_by(self, key, value):
+        try:
+            return self.order_by(value)
+        except Exception as error:
+            raise InputError(self.step_id, key, "order_by", value,
+                             f"the order_by callable raised {error!r}") from error
+
+    def _arrange(self, key, values: Sequence, times, order: Columns):
+        """Values (and their event times) in activation order: stable, by the
+        order columns, else by event time; nulls first."""
+        count = len(values)
+        if count < 2 or (order is None and times is None):
+            return values, times
+        columns = order if order is not None else (times,)
+        try:
+            if len(columns) == 1 and None not in columns[0]:
+                index = sorted(range(count), key=columns[0].__getitem__)
+            else:
+                index = sorted(range(count), key=lambda i: tuple(
+                    (c[i] is not None, c[i]) for c in columns))
+        except TypeError as error:
+            raise InputError(self.step_id, key, "order_by", NO_VALUE,
+                             f"the rows' order_by values cannot be compared: {error}"
+                             ) from None
+        return [values[i] for i in index], (None if times is None else [times[i] for i in index])
 
     # -- streaming: one micro-batch activation ---------------------------------
 
     def activate(self, key, stored: Optional[bytes], values: Sequence, now_ms: Optional[int],
-                 *, eof: bool = False, event_times: Optional[Sequence[int]] = None,
-                 committed_timer: Any = NO_VALUE) -> Activation:
+                 *, eof: bool = False, event_times: Optional[Sequence[Optional[int]]] = None,
+                 order: Columns = None, committed_timer: Any = NO_VALUE) -> Activation:
         """One activation of ``key``: restore, timer, items, EOF, commit.
         ``committed_timer``: the timer committed with ``stored``, if the host
         kept it; a rebuilt logic that disagrees gets a LostStateWarning."""
+        started = perf_counter_ns()
         self.check_key(key, values)
-        logic = self.restore(key, stored) if stored is not None else None
-        if logic is not None and committed_timer is not NO_VALUE:
-            self.check_rebuilt_timer(key, logic, committed_timer)
-        logic, emits, late, touched = self.run(key, logic, values, now_ms, eof=eof,
-                                               event_times=event_times, restored=True)
-        if not touched and logic is not None:
-            # No callback ran: the stored bytes are still exact; only re-read the timer.
-            return Activation(emits, stored, self.next_timer(key, logic), _Lazy, late)
-        return self.commit(key, logic, emits, late)
+        token = _CURRENT.set(None if now_ms is None else Clock(now_ms, self.time.kind))
+        try:
+            logic = self._restore(key, stored) if stored is not None else None
+            if logic is not None and committed_timer is not NO_VALUE:
+                self._check_rebuilt_timer(key, logic, committed_timer)
+            values, event_times = self._arrange(key, values, event_times, order)
+            logic, emits, late, fired, touched = self._run(key, logic, values, now_ms, eof,
+                                                           event_times)
+            if not touched and logic is not None:
+                # No callback ran: the stored bytes are still exact; only re-read the timer.
+                timer = self._next_timer(key, logic)
+                act = Activation(emits, stored, timer, _Lazy, late,
+                                 self._armed(timer, now_ms), len(values))
+            else:
+                act = self._commit(key, logic, emits, late, now_ms, len(values), fired)
+        finally:
+            _CURRENT.reset(token)
+        return self._counted(act, stored is not None, started)
+
+    def activate_live(self, key, logic, stored: Optional[bytes], values: Sequence,
+                      now_ms: Optional[int], *, eof: bool = False,
+                      event_times: Optional[Sequence[Optional[int]]] = None,
+                      order: Columns = None, committed_timer: Any = NO_VALUE
+                      ) -> Tuple[Activation, Any]:
+        """``activate`` for a host that keeps live logic objects between
+        activations (a long-running Bytewax worker; the offline runner's
+        ``restore="on_crash"``): ``logic`` is the key's live object, else
+        ``stored`` its committed snapshot (after a crash). Returns the
+        activation (``state`` not encoded) and the live logic (None: no state)."""
+        started = perf_counter_ns()
+        self.check_key(key, values)
+        had_state = logic is not None or stored is not None
+        token = _CURRENT.set(None if now_ms is None else Clock(now_ms, self.time.kind))
+        try:
+            if logic is None and stored is not None:
+                logic = self._restore(key, stored)
+                if committed_timer is not NO_VALUE:
+                    self._check_rebuilt_timer(key, logic, committed_timer)
+            values, event_times = self._arrange(key, values, event_times, order)
+            logic, emits, late, fired, _ = self._run(key, logic, values, now_ms, eof,
+                                                     event_times)
+            timer = None if logic is None else self._next_timer(key, logic)
+        finally:
+            _CURRENT.reset(token)
+        act = Activation(emits, None, timer, None, late, self._armed(timer, now_ms),
+                         len(values), fired)
+        if logic is not None:
+            act = act._replace(snapshot=_Lazy)
+        return self._counted(act, had_state, started, logic is not None), logic
+
+    def encode_live(self, key, logic) -> bytes:
+        """What a live logic commits: ``encode(snapshot())``."""
+        return recovery.encode(self.snapshot(key, logic), step_id=self.step_id, key=key)
+
+    def decode(self, key, stored: bytes):
+        """A committed snapshot, decoded (errors name the step and key)."""
+        return recovery.decode(stored, step_id=self.step_id, key=key)
 
     def check_key(self, key, values: Sequence) -> None:
         """Null and NaN keys are refused: they are almost always a data bug."""
@@ -96,17 +252,28 @@ class Driver:
                                  NO_VALUE, "null or NaN key; drop or fill such rows before "
                                  "the step (e.g. df.na.drop(subset=[...]))")
 
-    def restore(self, key, stored: bytes):
-        """``builder(decode(stored))``, with errors naming the step and key."""
-        snapshot = recovery.decode(stored, step_id=self.step_id, key=key)
-        return self.build(key, snapshot)
+    def _counted(self, act: Activation, had_state: bool, started: int,
+                 has_state: Optional[bool] = None) -> Activation:
+        has = act.state is not None if has_state is None else has_state
+        return act._replace(created=int(has and not had_state),
+                            discarded=int(had_state and not has),
+                            callback_us=(perf_counter_ns() - started) // 1000)
 
-    def check_rebuilt_timer(self, key, logic, committed: Optional[int]) -> None:
+    def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
+        if timer is None or now_ms is None:
+            return None
+        return host_timeout(self.time.kind, timer, now_ms)
+
+    def _restore(self, key, stored: bytes):
+        """``builder(decode(stored))``, with errors naming the step and key."""
+        return self._build(key, self.decode(key, stored))
+
+    def _check_rebuilt_timer(self, key, logic, committed: Optional[int]) -> None:
         """Warn (once per step) when a logic rebuilt from its snapshot has
         another ``notify_at()`` than the logic that committed that snapshot:
         it kept state outside ``snapshot()``, which a Bytewax worker keeps
         between activations but Spark (and sparkwax) rebuild without."""
-        rebuilt = self.next_timer(key, logic)
+        rebuilt = self._next_timer(key, logic)
         if rebuilt == committed or self.lost_state:
             return
         inner = getattr(logic, "inner", logic)  # connect's wrapper: name the user's class
@@ -119,9 +286,9 @@ class Driver:
                    f"state kept outside snapshot() is lost: put it in snapshot(). "
                    f"(Warned once per step.)")
         self.lost_state.append(message)
-        warnings.warn(message, LostStateWarning, stacklevel=2)
+        warnings.warn(message, LostStateWarning, stacklevel=3)
 
-    def build(self, key, snapshot):
+    def _build(self, key, snapshot):
         try:
             logic = self.builder(snapshot)
         except Exception as error:
@@ -133,26 +300,26 @@ class Driver:
                                f"the builder must return a logic object with {self._entry}()")
         return logic
 
-    def run(self, key, logic, values: Sequence, now_ms: Optional[int], *, eof: bool = False,
-            event_times: Optional[Sequence[int]] = None, restored: bool = True):
+    def _run(self, key, logic, values: Sequence, now_ms: Optional[int], eof: bool,
+             event_times: Optional[Sequence[Optional[int]]], fire_timer: bool = True):
         """Steps 2-4 on a live (or absent) logic; returns
-        ``(logic_or_None, emits, late_count, touched)``."""
-        global _NOW_MS
-        _NOW_MS = now_ms
+        ``(logic_or_None, emits, late_count, timers_fired, touched)``."""
         emits: List[Any] = []
         touched = False
-        if restored and logic is not None and is_due(self.next_timer(key, logic), now_ms):
+        fired = 0
+        if fire_timer and logic is not None and is_due(self._next_timer(key, logic), now_ms):
             touched = True
+            fired = 1
             if self._call(key, logic, "on_notify", emits):
                 logic = None
         late = 0
         if event_times is not None and now_ms is not None and len(values):
-            values, late = _drop_late(values, event_times, now_ms * 1000)
+            values, late = self._drop_late(values, event_times, now_ms * 1000)
         if len(values):
             touched = True
             if self.batch:
                 if logic is None:
-                    logic = self.build(key, None)
+                    logic = self._build(key, None)
                 if self._call(key, logic, "on_batch", emits, list(values)):
                     logic = None
             else:
@@ -161,24 +328,36 @@ class Driver:
             touched = True
             if self._call(key, logic, "on_eof", emits):
                 logic = None
-        return logic, emits, late, touched
+        return logic, emits, late, fired, touched
 
-    def commit(self, key, logic, emits: List[Any], late: int = 0) -> Activation:
-        """Step 5: snapshot and timer of a retained logic, or no state."""
+    def _drop_late(self, values: Sequence, event_times: Sequence[Optional[int]],
+                   watermark_us: int):
+        """Lateness: an event time at or behind the watermark, or a null one."""
+        if len(event_times) != len(values):
+            raise ValueError(f"{len(event_times)} event times for {len(values)} values")
+        kept = [v for v, t in zip(values, event_times) if t is not None and t > watermark_us]
+        return kept, len(values) - len(kept)
+
+    def _commit(self, key, logic, emits: List[Any], late: int, now_ms: Optional[int],
+                rows: int, fired: int) -> Activation:
+        """Step 5: snapshot, timer and armed timeout of a retained logic, or no state."""
         if logic is None:
-            return Activation(emits, None, None, None, late)
+            return Activation(emits, None, None, None, late, None, rows, fired)
         snapshot = self.snapshot(key, logic)
         state = recovery.encode(snapshot, step_id=self.step_id, key=key)
-        return Activation(emits, state, self.next_timer(key, logic), snapshot, late)
+        timer = self._next_timer(key, logic)
+        return Activation(emits, state, timer, snapshot, late, self._armed(timer, now_ms),
+                          rows, fired)
 
     def snapshot(self, key, logic):
+        """``logic.snapshot()``, with errors naming the step and key."""
         try:
             return logic.snapshot()
         except Exception as error:
             raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
                                 f"snapshot() raised {error!r}") from error
 
-    def next_timer(self, key, logic) -> Optional[int]:
+    def _next_timer(self, key, logic) -> Optional[int]:
         """``notify_at()`` as epoch ms (rounded up), validated."""
         try:
             moment = logic.notify_at()
@@ -197,46 +376,69 @@ class Driver:
     # -- bounded input: the whole key as one sequence ---------------------------
 
     def activate_bounded(self, key, values: Sequence, *,
-                         event_times: Optional[Sequence[int]] = None,
-                         delay_ms: int = 0, sides: Optional[Sequence[int]] = None,
+                         event_times: Optional[Sequence[Optional[int]]] = None,
+                         order: Columns = None, sides: Optional[Sequence[int]] = None,
                          side_count: int = 1) -> Activation:
         """A key of a bounded (batch) input, as if each item were its own
         micro-batch: in EventTime mode the key's watermark (max event time so
-        far minus ``delay_ms``; with ``sides``, the input index of each item,
-        the smallest of the ``side_count`` inputs' watermarks, see
+        far minus the step's delay; with ``sides``, the input index of each
+        item, the smallest of the ``side_count`` inputs' watermarks, see
         ``sparkwax.watermark``) advances item by item, due timers fire before
         the next item and late items are dropped; then ``on_eof``.
         Without event times no timer fires before ``on_eof``."""
+        started = perf_counter_ns()
         self.check_key(key, values)
-        emits: List[Any] = []
-        if event_times is None:
-            logic, emits, late, _ = self.run(key, None, values, None, eof=True)
-            return self.commit(key, logic, emits, late)
+        if sides is not None:
+            values, event_times, sides = self._arrange_sides(key, values, event_times, order,
+                                                             sides)
+        else:
+            values, event_times = self._arrange(key, values, event_times, order)
+        token = _CURRENT.set(None)
+        try:
+            if event_times is None:
+                logic, emits, late, fired, _ = self._run(key, None, values, None, True, None)
+                act = self._commit(key, logic, emits, late, None, len(values), fired)
+            else:
+                act = self._bounded_events(key, values, event_times, sides, side_count)
+        finally:
+            _CURRENT.reset(token)
+        return self._counted(act, False, started)
+
+    def _arrange_sides(self, key, values, event_times, order, sides):
+        tagged = [(value, side) for value, side in zip(values, sides)]
+        arranged, times = self._arrange(key, tagged, event_times, order)
+        return [v for v, _ in arranged], times, [s for _, s in arranged]
+
+    def _bounded_events(self, key, values, event_times, sides, side_count) -> Activation:
         if sides is None:
             sides = _ONE_INPUT * len(values) if side_count == 1 else None
         if sides is None or len(sides) != len(values):
             raise ValueError(f"{len(values)} values need one side index each")
-        clock = Watermark(delay_ms, side_count)
-        logic, late, position, n = None, 0, 0, len(values)
-        global _NOW_MS
+        clock = Watermark(getattr(self.time, "delay_ms", 0), side_count)
+        emits: List[Any] = []
+        logic, late, fired, position, n = None, 0, 0, 0, len(values)
         while position < n:
-            watermark = _NOW_MS = clock.advance()
-            if logic is not None and is_due(self.next_timer(key, logic), watermark):
+            watermark = clock.advance()
+            _CURRENT.set(Clock(watermark, self.time.kind))
+            if logic is not None and is_due(self._next_timer(key, logic), watermark):
+                fired += 1
                 if self._call(key, logic, "on_notify", emits):
                     logic = None
             end = self._run_end(key, logic, event_times, sides, position, clock)
-            chunk_values, chunk_times = values[position:end], event_times[position:end]
-            logic, more, chunk_late, _ = self.run(key, logic, chunk_values, watermark,
-                                                  event_times=chunk_times, restored=False)
+            logic, more, chunk_late, _, _ = self._run(
+                key, logic, values[position:end], watermark, False,
+                event_times[position:end], fire_timer=False)
             emits.extend(more)
             late += chunk_late
             for index in range(position, end):
-                clock.see(event_times[index], sides[index])
+                if event_times[index] is not None:
+                    clock.see(event_times[index], sides[index])
             position = end
         watermark = clock.advance()
-        logic, more, _, _ = self.run(key, logic, (), watermark, eof=True, restored=True)
+        _CURRENT.set(Clock(watermark, self.time.kind))
+        logic, more, _, more_fired, _ = self._run(key, logic, (), watermark, True, None)
         emits.extend(more)
-        return self.commit(key, logic, emits, late)
+        return self._commit(key, logic, emits, late, None, n, fired + more_fired)
 
     def _run_end(self, key, logic, event_times, sides, start, clock: Watermark) -> int:
         """End of the next run of items given in one go: one item for
@@ -245,15 +447,17 @@ class Driver:
         late, a single item so lateness is judged item by item)."""
         if not self.batch:
             return start + 1
-        timer = self.next_timer(key, logic) if logic is not None else None
+        timer = self._next_timer(key, logic) if logic is not None else None
         end = start + 1
         running = clock.copy()
-        running.see(event_times[start], sides[start])
+        if event_times[start] is not None:
+            running.see(event_times[start], sides[start])
         while end < len(event_times):
             watermark = running.advance()
-            if is_due(timer, watermark) or event_times[end] <= watermark * 1000:
+            moment = event_times[end]
+            if is_due(timer, watermark) or moment is None or moment <= watermark * 1000:
                 break
-            running.see(event_times[end], sides[end])
+            running.see(moment, sides[end])
             end += 1
         return end
 
@@ -266,7 +470,7 @@ class Driver:
         extend = emits.extend
         for value in values:
             if on_item is None:
-                logic = self.build(key, None)
+                logic = self._build(key, None)
                 on_item = logic.on_item
             try:
                 result = on_item(value)
@@ -320,28 +524,6 @@ class Driver:
                                 f"iterating the emits raised {error!r}") from error
 
 
-_NOW_MS: Optional[int] = None
-
-
-def now() -> Optional[datetime]:
-    """The current activation's ``now`` (the watermark in EventTime mode, the
-    micro-batch's processing time otherwise) as an aware UTC datetime; None
-    outside an activation or when the host has no clock (bounded input in
-    ProcessingTime mode). Read it in ``on_notify`` to close everything that is
-    due at once, e.g. all windows whose close time passed:
-
-    >>> import sparkwax as sw
-    >>> from sparkwax.testing import Batch, run
-    >>> class Clock(sw.StatefulLogic):
-    ...     def __init__(self, resume=None): pass
-    ...     def on_item(self, value): return [sw.now().isoformat()], sw.DISCARD
-    ...     def snapshot(self): return None
-    >>> run(Clock, [Batch([("k", 1)], now=datetime(2024, 1, 1, tzinfo=UTC))]).by_key
-    {'k': ['2024-01-01T00:00:00+00:00']}
-    """
-    return None if _NOW_MS is None else from_epoch_ms(_NOW_MS)
-
-
 class _LazySnapshot:
     """Placeholder for 'snapshot unchanged, decode ``state`` if you need it'."""
 
@@ -350,14 +532,26 @@ class _LazySnapshot:
 
 
 _Lazy = _LazySnapshot()
-UNCHANGED = _Lazy
 
 
-def _drop_late(values: Sequence, event_times: Sequence[int], watermark_us: int):
-    if len(event_times) != len(values):
-        raise ValueError(f"{len(event_times)} event times for {len(values)} values")
-    kept = [v for v, t in zip(values, event_times) if t > watermark_us]
-    return kept, len(values) - len(kept)
+def _order_fields(order_by, step_id: str):
+    """``order_by`` as a tuple of field names, a callable, or () for none."""
+    if order_by is None:
+        return ()
+    if callable(order_by):
+        return order_by
+    names = (order_by,) if isinstance(order_by, str) else tuple(order_by)
+    if not names or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"step {step_id!r}: order_by must name fields, got {order_by!r}")
+    return names
+
+
+def _field(value, name: str, default=None):
+    """``value[name]`` for a mapping, else ``value.<name>`` (a dataclass event)."""
+    try:
+        return value[name]
+    except (KeyError, TypeError, IndexError):
+        return getattr(value, name, default)
 
 
 def sorted_keys(keys: List[Any]) -> List[Any]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 from .errors import ConfigError
 
@@ -165,9 +165,26 @@ def processing_timeout_duration_ms(timer: int, now_ms: int) -> int:
     return max(timer - 1 - now_ms, 1)
 
 
-def host_timeout_fired(timeout: Optional[int], now_ms: int) -> bool:
-    """Spark's rule for waking a key without data: ``timeout < now``."""
+def host_timeout_fired(timeout, now_ms: int):
+    """Spark's rule for waking a key without data: ``timeout < now``. Works
+    element-wise on a numpy array of timeouts too (a packed bucket's keys)."""
     return timeout is not None and timeout < now_ms
+
+
+def group_state_timeout(kind: str, armed: int, now_ms: int) -> Tuple[str, int]:
+    """How a host arms the timeout ``armed`` (see ``host_timeout``) on
+    Spark's ``GroupState`` at ``now_ms``: ``("timestamp", ms)`` for
+    EventTimeTimeout, ``("duration", ms)`` for ProcessingTimeTimeout (Spark
+    refuses timestamps behind the watermark and durations <= 0).
+
+    >>> group_state_timeout("event", host_timeout("event", 5_000, 1_000), 1_000)
+    ('timestamp', 4999)
+    >>> group_state_timeout("processing", host_timeout("processing", 5_000, 1_000), 1_000)
+    ('duration', 3999)
+    """
+    if kind == "processing":
+        return "duration", max(armed - now_ms, 1)
+    return "timestamp", max(armed, now_ms, 1)
 
 
 def require_aware(moment: object) -> datetime:
@@ -181,6 +198,6 @@ def require_aware(moment: object) -> datetime:
 
 __all__ = [
     "EPOCH", "EventTime", "ProcessingTime", "TimeMode", "UTC", "duration_ms",
-    "from_epoch_ms", "host_timeout", "host_timeout_fired", "host_timeout_ms", "is_due",
+    "from_epoch_ms", "group_state_timeout", "host_timeout", "host_timeout_fired", "host_timeout_ms", "is_due",
     "processing_timeout_duration_ms", "require_aware", "timer_ms", "to_epoch_ms", "to_epoch_us",
 ]

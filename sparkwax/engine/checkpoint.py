@@ -18,7 +18,7 @@ from .. import recovery
 from .._driver import Driver
 from ..errors import ConfigError, SnapshotError
 from ..operators.ttl import step_ttl
-from ..timers import EventTime, ProcessingTime, from_epoch_ms
+from ..timers import ProcessingTime, from_epoch_ms
 from .bucket import Bucket
 from .columns import plain_key
 from .outputs import OutputBuilder
@@ -215,16 +215,14 @@ def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
     builder = step_ttl(builder, ttl, time, batch=batch, step_id=step_id)
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     schema = _parse_schema(frame, output_schema, step_id)
+    driver = Driver(builder, step_id=step_id, batch=batch, time=time)
+    now_ms = driver.now_ms(lambda: last_watermark_ms(spark, checkpoint),
+                           lambda: int(clock.time() * 1000))
     if is_packed(frame):
-        now_ms = (last_watermark_ms(spark, checkpoint) if isinstance(time, EventTime)
-                  else int(clock.time() * 1000))
-        return _finish_packed(spark, checkpoint, frame, Driver(builder, step_id=step_id,
-                              batch=batch), schema, now_ms, key_schema, step_id)
+        return _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema,
+                              step_id)
     key_type = frame.schema["key"].dataType
     out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
-    now_ms = (last_watermark_ms(spark, checkpoint) if isinstance(time, EventTime)
-              else int(clock.time() * 1000))
-    driver = Driver(builder, step_id=step_id, batch=batch)
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
     single = len(key_type.fields) == 1
 

@@ -43,13 +43,13 @@ def group_frame(frames) -> pd.DataFrame:
     return pd.concat([first, second, *frames], ignore_index=True)
 
 
-def values_and_times(frame: pd.DataFrame, layout: InputLayout
-                     ) -> Tuple[Sequence[Any], Optional[List[int]]]:
-    """The values handed to the logic, in order, and their event times (µs)."""
+def read_group(frame: pd.DataFrame, layout: InputLayout
+               ) -> Tuple[Sequence[Any], Optional[List[Optional[int]]], Optional[List[list]]]:
+    """A group's rows as the driver takes them, in arrival order: the values
+    handed to the logic, their event times (µs, None for null) and the
+    ``order_by`` columns (the driver puts the rows in order)."""
     if len(frame) == 0:
-        return (), ([] if layout.event_column else None)
-    if layout.order_by and len(frame) > 1:
-        frame = frame.sort_values(list(layout.order_by), kind="stable", na_position="first")
+        return (), ([] if layout.event_column else None), None
     columns = [_column(_column_values(frame, source), kind)
                for source, kind in zip(layout.sources, layout.kinds)]
     if layout.scalar:
@@ -59,9 +59,11 @@ def values_and_times(frame: pd.DataFrame, layout: InputLayout
         values = [dict(zip(names, row)) for row in zip(*columns)]
     times = None
     if layout.event_column is not None:
-        times = frame[layout.event_column].to_numpy(dtype=np.int64, na_value=np.iinfo(
-            np.int64).min).tolist()
-    return values, times
+        times = _column(_column_values(frame, layout.event_column), INTEGER)
+    order = None
+    if layout.order_by:
+        order = [_column(_column_values(frame, name), OTHER) for name in layout.order_by]
+    return values, times, order
 
 
 _GET_COLUMN_ARRAY = getattr(pd.DataFrame, "_get_column_array", None)

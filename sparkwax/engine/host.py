@@ -13,8 +13,8 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 import pandas as pd
 
 from .._driver import Driver
-from ..timers import host_timeout_ms, processing_timeout_duration_ms
-from .columns import InputLayout, group_frame, plain_key, values_and_times
+from ..timers import group_state_timeout
+from .columns import InputLayout, group_frame, plain_key, read_group
 from .outputs import OutputBuilder
 
 # PySpark 4.3's worker pads group frames with pd.concat, which warns once per
@@ -26,7 +26,8 @@ NO_TIMEOUT, PROCESSING, EVENT = "NoTimeout", "ProcessingTimeTimeout", "EventTime
 
 
 class StreamingHost:
-    """One activation per call: restore, timer, items, commit, outputs."""
+    """One activation per call: restore, timer, items, commit, outputs, and
+    the activation's counts as a metrics row (see ``OutputBuilder``)."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
                  timeout: str, single_key: bool):
@@ -40,62 +41,60 @@ class StreamingHost:
                  ) -> Iterator[pd.DataFrame]:
         key = plain_key(key_values, self.single_key)
         values: Sequence[Any]
-        times: Optional[List[int]]
+        times: Optional[List[Optional[int]]]
+        order = None
         if state.hasTimedOut:
             values, times = (), ([] if self.layout.event_column else None)
             for _ in frames:  # Spark sends one empty frame; drain it
                 pass
         else:
-            values, times = values_and_times(group_frame(frames), self.layout)
+            values, times, order = read_group(group_frame(frames), self.layout)
         stored, committed_timer = state.get if state.exists else (None, None)
-        now_ms = self._now(state)
-        act = self.driver.activate(key, stored, values, now_ms, event_times=times,
+        now_ms = self.driver.now_ms(state.getCurrentWatermarkMs,
+                                    state.getCurrentProcessingTimeMs)
+        act = self.driver.activate(key, stored, values, now_ms, event_times=times, order=order,
                                    committed_timer=committed_timer)
         if act.state is None:
             state.remove()
         else:
             # update() clears the timeout, so arm it after every update.
             state.update((act.state, act.timer))
-            self._arm(state, act.timer, now_ms)
+            if act.armed is not None and self.timeout != NO_TIMEOUT:
+                arm(state, self.driver.time.kind, act.armed, now_ms)
         if act.emits:
             yield self.outputs.frame(key, key_values, act.emits)
+        yield self.outputs.metrics_frame(key_values, act.metrics())
 
-    def _now(self, state) -> int:
-        if self.timeout == EVENT or self.layout.event_column is not None:
-            return state.getCurrentWatermarkMs()
-        return state.getCurrentProcessingTimeMs()
 
-    def _arm(self, state, timer: Optional[int], now_ms: int) -> None:
-        if timer is None or self.timeout == NO_TIMEOUT:
-            return
-        if self.timeout == EVENT:
-            state.setTimeoutTimestamp(host_timeout_ms(timer, now_ms))
-        else:
-            state.setTimeoutDuration(processing_timeout_duration_ms(timer, now_ms))
+def arm(state, kind: str, armed: int, now_ms: int) -> None:
+    """Set the Spark timeout that wakes a group at ``armed`` (epoch ms)."""
+    how, value = group_state_timeout(kind, armed, now_ms)
+    if how == "timestamp":
+        state.setTimeoutTimestamp(value)
+    else:
+        state.setTimeoutDuration(value)
 
 
 class BoundedHost:
     """A whole key of a bounded DataFrame as one sequence, then on_eof."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 delay_ms: int, single_key: bool, input_sides: Optional[Tuple[str, int]] = None):
+                 single_key: bool, input_sides: Optional[Tuple[str, int]] = None):
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
-        self.delay_ms = delay_ms
         self.single_key = single_key
         self.input_sides = input_sides
 
     def __call__(self, key_values: Tuple, frame: pd.DataFrame) -> pd.DataFrame:
         key = plain_key(key_values, self.single_key)
-        values, times = values_and_times(frame, self.layout)
+        values, times, order = read_group(frame, self.layout)
         sides, side_count = None, 1
         if self.input_sides is not None and times is not None:
             column, side_count = self.input_sides
             sides = [value[column] for value in values]
-        act = self.driver.activate_bounded(key, values, event_times=times,
-                                           delay_ms=self.delay_ms, sides=sides,
-                                           side_count=side_count)
+        act = self.driver.activate_bounded(key, values, event_times=times, order=order,
+                                           sides=sides, side_count=side_count)
         if not act.emits:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
         return self.outputs.frame(key, key_values, act.emits)

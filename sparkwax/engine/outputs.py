@@ -19,7 +19,10 @@ import pandas as pd
 from pyspark.sql import types as T
 
 from ..errors import SchemaError
+from ..metrics import StepMetrics
 from ..timers import to_epoch_us
+
+METRICS_COLUMN = "__sw_metrics"  # array<long> of a step's counts; null on output rows
 
 
 _INTS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -43,15 +46,21 @@ class OutputBuilder:
     ``frame_of(groups)`` takes ``(key, key_values, emits)`` per key and makes
     one pandas frame for all of them (a frame per key costs ~0.1 ms, which the
     packed host would pay once per key); ``frame`` is the one-key shorthand.
+    With ``metrics=True`` (streaming hosts) every frame has one more column,
+    ``METRICS_COLUMN``, null on output rows; ``metrics_frame`` makes the one
+    row that carries a call's counts (the plan observes and drops it).
     """
 
-    def __init__(self, key_names: Sequence[str], schema: T.StructType, step_id: str):
+    def __init__(self, key_names: Sequence[str], schema: T.StructType, step_id: str,
+                 metrics: bool = False):
         self.key_names = list(key_names)
         self.fields = list(schema.fields)
         self.names = [f.name for f in self.fields]
         self.width = len(self.fields)
         self.step_id = step_id
-        self.columns = self.key_names + self.names
+        self.metrics = metrics
+        self.columns = self.key_names + self.names + ([METRICS_COLUMN] if metrics else [])
+        self._nulls = {f.name: _null_of(f) for f in self.fields}
         self._checks = [_checker(f) for f in self.fields]
         self._typed = [_TYPED.get(type(f.dataType)) for f in self.fields]
 
@@ -78,11 +87,20 @@ class OutputBuilder:
         for field, check, typed, cells in zip(self.fields, self._checks, self._typed,
                                               columns):
             data[field.name] = self._convert(keys, field, list(cells), check, typed)
+        if self.metrics:
+            data[METRICS_COLUMN] = [None] * sum(counts)
         if len(data) == len(self.columns):
             # The dict is already in column order: passing columns= as well
             # makes pandas reindex, ~5x the cost of the whole frame.
             return pd.DataFrame(data)
         return pd.DataFrame(data, columns=self.columns)
+
+    def metrics_frame(self, key_values: Tuple[Any, ...], counts: StepMetrics) -> pd.DataFrame:
+        """One row: a key of the call (output fields null) and the counts."""
+        data: Dict[str, Any] = {name: [value] for name, value in zip(self.key_names, key_values)}
+        data.update(self._nulls)
+        data[METRICS_COLUMN] = [list(counts.values())]
+        return pd.DataFrame(data)
 
     def _row(self, key, value) -> Tuple[Any, ...]:
         kind = type(value)
@@ -180,6 +198,18 @@ _TYPED: Dict[type, Tuple[type, Any, Any, Any]] = {
     T.DoubleType: (float, np.float64, None, None),
     T.BooleanType: (bool, np.bool_, None, None),
 }
+
+
+def _null_of(field: T.StructField) -> pd.Series:
+    """A one-row null of the field's type, as Arrow can convert it."""
+    if isinstance(field.dataType, T.TimestampType):
+        return pd.Series([pd.NaT], dtype="datetime64[ns, UTC]")
+    return pd.Series([None], dtype=object)
+
+
+def metrics_type() -> T.ArrayType:
+    """The Spark type of ``METRICS_COLUMN``: the counts in ``metrics.FIELDS`` order."""
+    return T.ArrayType(T.LongType(), containsNull=False)
 
 
 def _checker(field: T.StructField) -> Tuple[Callable[[Any], bool], bool]:

@@ -21,31 +21,29 @@ import pandas as pd
 
 from .._driver import Driver, sorted_keys
 from ..errors import ConfigError
-from ..timers import host_timeout
+from ..metrics import StepMetrics
 from .bucket import Bucket
-from .columns import InputLayout, group_frame, values_and_times
-from .host import EVENT, NO_TIMEOUT
+from .columns import InputLayout, group_frame, read_group
+from .host import NO_TIMEOUT, arm
 from .outputs import OutputBuilder
 
 BUCKET_COLUMN = "__sw_bucket"
 
 
 def split_by_key(frame: pd.DataFrame, key_names: Sequence[str], layout: InputLayout):
-    """Yield ``(key_values, values, event_times)`` per key of ``frame``, rows in
-    ``order_by`` order within a key (one stable sort, one pass for values)."""
+    """Yield ``(key_values, values, event_times, order)`` per key of ``frame``,
+    rows in arrival order within a key (one stable sort by key, one pass)."""
     if len(frame) == 0:
         return
-    order = list(key_names) + [c for c in layout.order_by if c not in key_names]
-    frame = frame.sort_values(order, kind="stable", na_position="first", ignore_index=True)
-    unsorted = InputLayout(layout.names, layout.sources, layout.kinds, layout.scalar, (),
-                           layout.event_column)
-    values, times = values_and_times(frame, unsorted)
+    frame = frame.sort_values(list(key_names), kind="stable", ignore_index=True)
+    values, times, order = read_group(frame, layout)
     key_lists = [frame[name].tolist() for name in key_names]
     starts = _group_starts([frame[name].to_numpy() for name in key_names])
     bounds = list(starts) + [len(frame)]
     for begin, end in zip(bounds, bounds[1:]):
         key_values = tuple(column[begin] for column in key_lists)
-        yield key_values, values[begin:end], (None if times is None else times[begin:end])
+        yield (key_values, values[begin:end], None if times is None else times[begin:end],
+               None if order is None else [column[begin:end] for column in order])
 
 
 def _group_starts(columns: List[np.ndarray]) -> np.ndarray:
@@ -62,7 +60,7 @@ class PackedHost:
     """The applyInPandasWithState function of a packed step (one bucket per call)."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 timeout: str, key_names: Sequence[str], buckets: int, time_kind: str):
+                 timeout: str, key_names: Sequence[str], buckets: int):
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
@@ -70,34 +68,38 @@ class PackedHost:
         self.key_names = list(key_names)
         self.single = len(self.key_names) == 1
         self.buckets = buckets
-        self.time_kind = time_kind
 
     def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
         bucket = self._restore(state)
         frame = group_frame(frames) if not state.hasTimedOut else _drain(frames)
-        now_ms = self._now(state)
-        runs: Dict[Any, Tuple[Tuple, Sequence, Optional[list]]] = {}
-        for key_values, values, times in split_by_key(frame, self.key_names, self.layout):
-            runs[key_values[0] if self.single else key_values] = (key_values, values, times)
+        now_ms = self.driver.now_ms(state.getCurrentWatermarkMs,
+                                    state.getCurrentProcessingTimeMs)
+        runs: Dict[Any, Tuple[Tuple, Sequence, Optional[list], Optional[list]]] = {}
+        for run in split_by_key(frame, self.key_names, self.layout):
+            runs[run[0][0] if self.single else run[0]] = run
         woken = [key for key in bucket.due(now_ms) if key not in runs]
+        no_times: Optional[list] = [] if self.layout.event_column is not None else None
         emitted = []
+        counts = StepMetrics()
+        key_values: Tuple = ()
         for key in sorted_keys(list(runs) + woken):
-            key_values, values, times = runs.get(key) or (self._key_values(key), (), None)
-            if times is None and self.layout.event_column is not None:
-                times = []
+            key_values, values, times, order = (runs.get(key)
+                                                or (self._key_values(key), (), no_times, None))
             act = self.driver.activate(key, bucket.get(key), values, now_ms, event_times=times,
-                                       committed_timer=bucket.timer(key))
+                                       order=order, committed_timer=bucket.timer(key))
             if act.state is None:
                 bucket.remove(key)
             else:
-                armed = (host_timeout(self.time_kind, act.timer, now_ms)
-                         if act.timer is not None and self.timeout != NO_TIMEOUT else None)
-                bucket.put(key, act.state, act.timer, armed)
+                bucket.put(key, act.state, act.timer,
+                           act.armed if self.timeout != NO_TIMEOUT else None)
             if act.emits:
                 emitted.append((key, key_values, act.emits))
+            counts += act.metrics()
         self._commit(state, bucket, now_ms)
         if emitted:
             yield self.outputs.frame_of(emitted)
+        if key_values:
+            yield self.outputs.metrics_frame(key_values, counts)
 
     def _restore(self, state) -> Bucket:
         if not state.exists:
@@ -122,17 +124,8 @@ class PackedHost:
             return
         blob, earliest = bucket.encode()
         state.update((blob, self.buckets))
-        if earliest is None or self.timeout == NO_TIMEOUT:
-            return
-        if self.timeout == EVENT:
-            state.setTimeoutTimestamp(max(earliest, now_ms, 1))
-        else:
-            state.setTimeoutDuration(max(earliest - now_ms, 1))
-
-    def _now(self, state) -> int:
-        if self.timeout == EVENT or self.layout.event_column is not None:
-            return state.getCurrentWatermarkMs()
-        return state.getCurrentProcessingTimeMs()
+        if earliest is not None and self.timeout != NO_TIMEOUT:
+            arm(state, self.driver.time.kind, earliest, now_ms)
 
     def _key_values(self, key) -> Tuple:
         return (key,) if self.single else tuple(key)
@@ -142,20 +135,19 @@ class PackedBoundedHost:
     """applyInPandas over buckets of a bounded DataFrame: each key as one sequence."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 key_names: Sequence[str], delay_ms: int):
+                 key_names: Sequence[str]):
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
         self.key_names = list(key_names)
         self.single = len(self.key_names) == 1
-        self.delay_ms = delay_ms
 
     def __call__(self, bucket_key, frame: pd.DataFrame) -> pd.DataFrame:
         emitted = []
-        for key_values, values, times in split_by_key(frame, self.key_names, self.layout):
+        for key_values, values, times, order in split_by_key(frame, self.key_names,
+                                                             self.layout):
             key = key_values[0] if self.single else key_values
-            act = self.driver.activate_bounded(key, values, event_times=times,
-                                               delay_ms=self.delay_ms)
+            act = self.driver.activate_bounded(key, values, event_times=times, order=order)
             if act.emits:
                 emitted.append((key, key_values, act.emits))
         if not emitted:

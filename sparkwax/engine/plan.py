@@ -17,11 +17,12 @@ from pyspark.sql import types as T
 from .._driver import Driver
 from ..errors import BuilderError, ConfigError
 from ..logic import overrides_notify_at
+from ..metrics import FIELDS, PREFIX
 from ..operators.limits import step_builder
 from ..timers import EventTime, ProcessingTime
 from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
 from .host import EVENT, NO_TIMEOUT, PROCESSING, BoundedHost, StreamingHost
-from .outputs import OutputBuilder
+from .outputs import METRICS_COLUMN, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from .shipping import ship_function
 from .start import STEP_METADATA
@@ -102,9 +103,10 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         if not isinstance(fields[time.column].dataType, T.TimestampType):
             raise ConfigError(f"step {step_id!r}: EventTime column {time.column!r} must be a "
                               f"timestamp, it is {fields[time.column].dataType.simpleString()}")
+    if callable(order_by):
+        raise ConfigError(f"step {step_id!r}: on Spark, order_by must name columns, got "
+                          f"{order_by!r} (a callable works offline only)")
     order = [order_by] if isinstance(order_by, str) else list(order_by or [])
-    if not order and event:
-        order = [time.column]
     _require_columns(step_id, "order_by", order, fields)
     value_names = [n for n in df.columns if n not in keys]
     if value is not None:
@@ -113,7 +115,7 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     if not value_names:
         raise ConfigError(f"step {step_id!r}: no value columns left besides the key {keys}")
 
-    driver = Driver(builder, step_id=step_id, batch=batch)
+    driver = Driver(builder, step_id=step_id, batch=batch, time=time, order_by=order or None)
     spark = df.sparkSession
     projected = _project(df, keys, value_names, order, fields, time)
     event_source = {time.column: _EVENT_US} if event else {}
@@ -125,29 +127,28 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         order_by=tuple(event_source.get(n, n) for n in order),
         event_column=_EVENT_US if event else None,
     )
-    outputs = OutputBuilder(keys, schema, step_id)
+    outputs = OutputBuilder(keys, schema, step_id, metrics=df.isStreaming)
     out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
     grouped_on = [F.col(f"`{k}`") for k in keys]
     single = len(keys) == 1
-    delay = time.delay_ms if event else 0
     if host == "packed":
         bucket = F.pmod(F.xxhash64(*grouped_on), F.lit(buckets)).alias(BUCKET_COLUMN)
         if not df.isStreaming:
-            function = PackedBoundedHost(driver, layout, outputs, keys, delay)
+            function = PackedBoundedHost(driver, layout, outputs, keys)
             return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
                 _as_function(function, spark), schema=out_schema)
         if event:
             projected = projected.withWatermark(time.column, time.spark_delay)
         timeout = _timeout(builder, driver, time, step_id)
-        function = PackedHost(driver, layout, outputs, timeout, keys, buckets, time.kind)
+        function = PackedHost(driver, layout, outputs, timeout, keys, buckets)
         result = projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandasWithState(
-            _as_function(function, spark), outputStructType=out_schema,
+            _as_function(function, spark), outputStructType=_with_metrics(out_schema),
             stateStructType=PACKED_STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
         state = f"packed/1 buckets={buckets}{state_format}"
-        return _describe(result, _step_description(step_id, keys, fields, schema, time,
-                                                   timeout, state))
+        return _describe(_observed(result, step_id), _step_description(
+            step_id, keys, fields, schema, time, timeout, state))
     if not df.isStreaming:
-        function = BoundedHost(driver, layout, outputs, delay, single, input_sides)
+        function = BoundedHost(driver, layout, outputs, single, input_sides)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
     if event and input_sides is None:  # connect put one on each input already
@@ -155,10 +156,24 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     timeout = _timeout(builder, driver, time, step_id)
     function = StreamingHost(driver, layout, outputs, timeout, single)
     result = projected.groupBy(*grouped_on).applyInPandasWithState(
-        _as_function(function, spark), outputStructType=out_schema, stateStructType=STATE_SCHEMA,
-        outputMode="append", timeoutConf=timeout)
-    return _describe(result, _step_description(step_id, keys, fields, schema, time, timeout,
-                                               f"per_key/1{state_format}"))
+        _as_function(function, spark), outputStructType=_with_metrics(out_schema),
+        stateStructType=STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
+    return _describe(_observed(result, step_id), _step_description(
+        step_id, keys, fields, schema, time, timeout, f"per_key/1{state_format}"))
+
+
+def _with_metrics(schema: T.StructType) -> T.StructType:
+    return T.StructType(list(schema.fields) + [T.StructField(METRICS_COLUMN, metrics_type())])
+
+
+def _observed(result: DataFrame, step_id: str) -> DataFrame:
+    """The step's counts into Spark's progress (``observedMetrics``, once per
+    micro-batch), then the metrics rows out of the output."""
+    counts = F.col(METRICS_COLUMN)
+    observed = result.observe(PREFIX + step_id, *[
+        F.coalesce(F.sum(counts[index]), F.lit(0)).alias(name)
+        for index, name in enumerate(FIELDS)])
+    return observed.where(counts.isNull()).drop(METRICS_COLUMN)
 
 
 def _bucket_count(df, buckets: Optional[int], step_id: str) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple, cast
 
-from .._driver import now as clock
+from ..clock import now as clock
 from ._base import aware, later
 
 

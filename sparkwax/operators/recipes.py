@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
-from .._driver import now
+from ..clock import now
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ..timers import EPOCH

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
-from .._driver import now
+from ..clock import now
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ..timers import EventTime

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union, cast
 
-from .._driver import now
+from ..clock import now
 from ..errors import ConfigError
 from ..logic import DISCARD, StatefulLogic
 from ._base import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,

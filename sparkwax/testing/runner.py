@@ -21,17 +21,16 @@ from datetime import datetime
 from itertools import repeat
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .. import recovery
-from .._driver import Driver, sorted_keys
+from .._driver import Activation, Driver, sorted_keys
 from ..errors import ConfigError, InputError
-from ..timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout,
-                      host_timeout_fired, require_aware, to_epoch_ms, to_epoch_us)
+from ..metrics import StepMetrics
+from ..timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout_fired,
+                      require_aware, to_epoch_ms)
 from ..watermark import Watermark
 from .script import Batch, Crash, Eof, Step, Tick
 from .sides import InputSides
 
 RESTORE_MODES = ("always", "on_crash")
-_MISSING = object()
 AFTER_EOF = ("Eof() ends a run, as `sparkwax.finish` ends a stream: finish runs on_eof "
              "on the checkpoint's state without changing it, so a stream restarted "
              "after finish continues from the state before EOF. To test that, run the "
@@ -48,6 +47,8 @@ class RunResult:
     late: int = 0                                                # values dropped as late
     activations: int = 0
     lost_state: List[str] = field(default_factory=list)          # LostStateWarning messages
+    metrics: StepMetrics = field(default_factory=StepMetrics)    # counts of the whole run
+    batch_metrics: List[StepMetrics] = field(default_factory=list)  # one per micro-batch
 
     @property
     def by_key(self) -> Dict[Any, List[Any]]:
@@ -87,9 +88,9 @@ class Runner:
             raise ConfigError(f"time must be ProcessingTime() or EventTime(...), got {time!r}")
         self.sides = InputSides(builder, sides, step_id)  # a join builder's own sides
         builder = _step_builder(builder, ttl, max_state_bytes, self.time, batch, step_id)
-        self.driver = Driver(builder, step_id=step_id, batch=batch)
+        self.driver = Driver(builder, step_id=step_id, batch=batch, time=self.time,
+                             order_by=order_by)
         self.step_id = step_id
-        self.sort_values = value_sorter(order_by, self.time)
         self.restore = restore
         self.now_ms = 0                 # processing time, or the watermark
         self.clock = Watermark(getattr(self.time, "delay_ms", 0), self.sides.count)
@@ -141,8 +142,10 @@ class Runner:
                 group.append(pair[1])
         due = [k for k, t in self.timeouts.items() if k not in groups
                and host_timeout_fired(t, self.now_ms)]
+        counts = StepMetrics()
         for key in sorted_keys(list(groups) + due):
-            self._activate(key, groups.get(key, ()))
+            counts += self._activate(key, groups.get(key, ()))
+        self._end_batch(counts)
         self._advance_watermark(groups)
 
     def tick(self, now: Optional[datetime] = None) -> None:
@@ -150,26 +153,30 @@ class Runner:
         self._refuse_after_eof("Tick")
         self._set_now(now)
         self._pending_tick = False
+        counts = StepMetrics()
         for key in sorted_keys([k for k, t in self.timeouts.items()
                                 if host_timeout_fired(t, self.now_ms)]):
-            self._activate(key, ())
+            counts += self._activate(key, ())
+        self._end_batch(counts)
 
     def crash(self) -> None:
         """Drop every live object; keys restore from their committed snapshots."""
         self._refuse_after_eof("Crash")
         for key, logic in self.live.items():
-            self.blobs[key] = recovery.encode(self.driver.snapshot(key, logic),
-                                              step_id=self.step_id, key=key)
+            self.blobs[key] = self.driver.encode_live(key, logic)
         self.live.clear()
 
     def eof(self) -> None:
         """End of input: a trailing no-data batch if time moved, then on_eof per
-        key. It ends the run: no step may follow (see ``AFTER_EOF``)."""
+        key (counted as one more entry of ``batch_metrics``). It ends the run:
+        no step may follow (see ``AFTER_EOF``)."""
         self._refuse_after_eof("Eof")
         self._flush_tick()
         self.ended = True
+        counts = StepMetrics()
         for key in sorted_keys(list(self.blobs) + list(self.live)):
-            self._activate(key, (), eof=True)
+            counts += self._activate(key, (), eof=True)
+        self._end_batch(counts)
 
     def finish(self) -> RunResult:
         """The result so far (runs the trailing no-data batch Spark would run)."""
@@ -180,8 +187,7 @@ class Runner:
             if key in self.live:
                 result.snapshots[key] = self.driver.snapshot(key, self.live[key])
             else:
-                result.snapshots[key] = recovery.decode(self.blobs[key], step_id=self.step_id,
-                                                        key=key)
+                result.snapshots[key] = self.driver.decode(key, self.blobs[key])
         result.timers = {k: from_epoch_ms(t) for k, t in self.timers.items()}
         result.lost_state = list(self.driver.lost_state)
         return result
@@ -192,47 +198,39 @@ class Runner:
         if self.ended:
             raise ConfigError(f"{what} after Eof(); {AFTER_EOF}")
 
-    def _activate(self, key, values: Sequence, eof: bool = False) -> None:
-        values = self.sort_values(values) if len(values) > 1 else values
-        event_times = self._event_times(key, values)
+    def _activate(self, key, values: Sequence, eof: bool = False) -> StepMetrics:
+        times, order = self.driver.read_columns(key, values)
         if self.restore == "always":
-            stored = self.blobs.get(key)
-            act = self.driver.activate(key, stored, values, self.now_ms, eof=eof,
-                                       event_times=event_times,
+            act = self.driver.activate(key, self.blobs.get(key), values, self.now_ms, eof=eof,
+                                       event_times=times, order=order,
                                        committed_timer=self.timers.get(key))
             if act.state is None:
                 self.blobs.pop(key, None)
             else:
                 self.blobs[key] = act.state
-            emits, late, timer = act.emits, act.late, act.timer
         else:
-            logic = self.live.pop(key, None)
-            if logic is None and key in self.blobs:
-                logic = self.driver.restore(key, self.blobs.pop(key))
-                self.driver.check_rebuilt_timer(key, logic, self.timers.get(key))
-            logic, emits, late, _ = self.driver.run(key, logic, values, self.now_ms, eof=eof,
-                                                    event_times=event_times)
-            timer = None
+            act, logic = self.driver.activate_live(
+                key, self.live.pop(key, None), self.blobs.pop(key, None), values, self.now_ms,
+                eof=eof, event_times=times, order=order, committed_timer=self.timers.get(key))
             if logic is not None:
                 self.live[key] = logic
-                timer = self.driver.next_timer(key, logic)
-        self._set_timer(key, timer)
-        self.result.outputs.extend(zip(repeat(key), emits))
-        self.result.late += late
+        self._set_timer(key, act)
+        self.result.outputs.extend(zip(repeat(key), act.emits))
+        self.result.late += act.late
         self.result.activations += 1
+        return act.metrics()
 
-    def _set_timer(self, key, timer: Optional[int]) -> None:
-        if timer is None:
+    def _end_batch(self, counts: StepMetrics) -> None:
+        self.result.batch_metrics.append(counts)
+        self.result.metrics += counts
+
+    def _set_timer(self, key, act: Activation) -> None:
+        if act.timer is None or act.armed is None:
             self.timers.pop(key, None)
             self.timeouts.pop(key, None)
         else:
-            self.timers[key] = timer
-            self.timeouts[key] = host_timeout(self.time.kind, timer, self.now_ms)
-
-    def _event_times(self, key, values: Sequence) -> Optional[List[int]]:
-        if not isinstance(self.time, EventTime):
-            return None
-        return [event_time_us(self.step_id, key, value, self.time.column) for value in values]
+            self.timers[key] = act.timer
+            self.timeouts[key] = act.armed
 
     def _set_now(self, now: Optional[datetime]) -> None:
         if isinstance(self.time, EventTime):
@@ -248,13 +246,17 @@ class Runner:
             self.now_ms = to_epoch_ms(moment)
 
     def _advance_watermark(self, groups: Dict[Any, List[Any]]) -> None:
-        """Spark's watermark after a batch: per input (side), then the minimum."""
+        """Spark's watermark after a batch: per input (side), then the minimum
+        (null event times do not move it)."""
         if not isinstance(self.time, EventTime):
             return
-        column, side_of, see = self.time.column, self.sides.index_of, self.clock.see
+        side_of, see, event_time_of = self.sides.index_of, self.clock.see, \
+            self.driver.event_time_of
         for key, values in groups.items():
             for value in values:
-                see(event_time_us(self.step_id, key, value, column), side_of(key, value))
+                moment = event_time_of(key, value)
+                if moment is not None:
+                    see(moment, side_of(key, value))
         watermark = self.clock.advance()
         if watermark > self.now_ms:
             self.now_ms = watermark
@@ -285,28 +287,29 @@ def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=Non
     time = time if time is not None else ProcessingTime()
     inputs = InputSides(builder, sides, step_id)
     builder = _step_builder(builder, ttl, max_state_bytes, time, batch, step_id)
-    driver = Driver(builder, step_id=step_id, batch=batch)
-    sort_values = value_sorter(order_by, time)
+    driver = Driver(builder, step_id=step_id, batch=batch, time=time, order_by=order_by)
     groups: Dict[Any, List[Any]] = {}
     for key, value in items:
         groups.setdefault(key, []).append(value)
     result = RunResult()
     for key in sorted_keys(list(groups)):
-        values = sort_values(groups[key])
-        if isinstance(time, EventTime):
-            times = [event_time_us(step_id, key, v, time.column) for v in values]
-            act = driver.activate_bounded(key, values, event_times=times, delay_ms=time.delay_ms,
+        values = groups[key]
+        times, order = driver.read_columns(key, values)
+        if times is not None:
+            act = driver.activate_bounded(key, values, event_times=times, order=order,
                                           sides=[inputs.index_of(key, v) for v in values],
                                           side_count=inputs.count)
         else:
-            act = driver.activate_bounded(key, values)
+            act = driver.activate_bounded(key, values, order=order)
         result.outputs.extend(zip(repeat(key), act.emits))
         result.late += act.late
         result.activations += 1
+        result.metrics += act.metrics()
         if act.state is not None:
             result.snapshots[key] = act.snapshot
             if act.timer is not None:
                 result.timers[key] = from_epoch_ms(act.timer)
+    result.batch_metrics.append(result.metrics)
     return result
 
 
@@ -318,64 +321,3 @@ def _step_builder(builder, ttl, max_state_bytes, time, batch, step_id):
 
     return step_builder(builder, ttl=ttl, max_state_bytes=max_state_bytes, time=time,
                         batch=batch, step_id=step_id)
-
-
-def event_time_us(step_id: str, key, value, column) -> int:
-    """The event time of an offline value, an aware datetime: ``value[column]``
-    for a mapping (or a ``Tagged`` one), else ``value.<column>`` (a dataclass
-    event), or ``column(value)`` when ``column`` is a callable."""
-    if callable(column):
-        try:
-            moment = column(value)
-        except Exception as error:
-            raise InputError(step_id, key, "event time", value,
-                             f"the EventTime callable {column!r} raised {error!r}") from error
-    else:
-        try:
-            moment = value[column]
-        except (KeyError, TypeError, IndexError):
-            moment = getattr(value, column, _MISSING)
-            if moment is _MISSING:
-                raise InputError(step_id, key, "event time", value,
-                                 f"EventTime({column!r}) needs each value to have a "
-                                 f"{column!r} field (a mapping key or an attribute)") from None
-    try:
-        return to_epoch_us(require_aware(moment))
-    except (TypeError, ValueError) as error:
-        raise InputError(step_id, key, "event time", moment,
-                         f"the event time column {column!r} must hold aware datetimes: "
-                         f"{error}") from None
-
-
-def value_sorter(order_by, time) -> Callable[[Sequence], Sequence]:
-    """How values of one key are ordered within an activation: by ``order_by``
-    (a field name, a list of them, or a callable), by default the event-time
-    field in EventTime mode, else arrival order. Stable; None sorts first."""
-    if order_by is None and isinstance(time, EventTime):
-        order_by = time.column
-        if callable(order_by):
-            getter = order_by
-
-            def order_by(value):   # a failing getter is reported by the event-time check
-                try:
-                    return (True, getter(value))
-                except Exception:
-                    return (False, 0)
-    if order_by is None:
-        return lambda values: values
-    if callable(order_by):
-        return lambda values: sorted(values, key=order_by)
-    columns = [order_by] if isinstance(order_by, str) else list(order_by)
-    if not columns or not all(isinstance(c, str) for c in columns):
-        raise ConfigError(f"order_by must name fields, got {order_by!r}")
-
-    def field(value, name):
-        try:
-            return value[name]
-        except (KeyError, TypeError, IndexError):
-            return getattr(value, name, None)   # missing: the event-time check says so
-
-    def sort_key(value):
-        return tuple((field(value, c) is not None, field(value, c)) for c in columns)
-
-    return lambda values: sorted(values, key=sort_key)

@@ -100,7 +100,7 @@ def test_a_foreign_bucket_state_is_a_config_error_naming_the_step():
                       InputLayout(("v",), ("v",), (INTEGER,), True, (), None),
                       OutputBuilder(["key"], T.StructType([T.StructField("n", T.LongType())]),
                                     "counts"),
-                      NO_TIMEOUT, ["key"], 4, "processing")
+                      NO_TIMEOUT, ["key"], 4)
     old_format = pickle.dumps({"k": (b"SWX", None, None)})
     frame = pd.DataFrame({"key": ["k"], "v": [1]})
     with pytest.raises(ConfigError, match="step 'counts': a bucket's state in the checkpoint "

@@ -269,19 +269,18 @@ def test_the_key_watermark_is_the_last_close_time_closed_not_the_clock():
     assert result.by_key == {"a": [W(0, 0, 5, 2), W(1, 40, 40, 1)]}
 
 
-def test_without_a_clock_on_notify_closes_what_its_timer_tells(monkeypatch):
-    import sparkwax._driver as driver
+def test_without_a_clock_on_notify_closes_what_its_timer_tells():
+    from sparkwax.clock import running_at
     from sparkwax.timers import to_epoch_ms
 
     windows = ((0, t(0), t(10), 1, None), (1, t(10), t(20), 1, None),
                (2, t(20), t(30), 2, None))
-    monkeypatch.setattr(driver, "_NOW_MS", None)
     logic = count_window(TEN)((None, None, windows))
     assert sw.now() is None
     assert logic.on_notify() == ([W(0, 0, 10, 1)], sw.RETAIN)     # the earliest only
     assert logic.snapshot() == (t(10), t(10), windows[1:])
-    monkeypatch.setattr(driver, "_NOW_MS", to_epoch_ms(t(25)))
-    assert logic.on_notify() == ([W(1, 10, 20, 1)], sw.RETAIN)     # 30 > now (25)
+    with running_at(sw.Clock(to_epoch_ms(t(25)), "processing")):
+        assert logic.on_notify() == ([W(1, 10, 20, 1)], sw.RETAIN)     # 30 > now (25)
     assert logic.snapshot() == (t(20), t(25), windows[2:])
 
 

@@ -1,0 +1,90 @@
+"""The activation clock: which ``now`` a key's callbacks run at.
+
+The driver sets it for the span of each activation (a context variable, so
+threads and nested runs do not see each other's) and resets it after;
+outside an activation there is none.
+
+>>> from sparkwax.clock import Clock, current_clock, running_at
+>>> current_clock() is None, now() is None
+(True, True)
+>>> with running_at(Clock(60_000, "event")):
+...     current_clock().now.isoformat(), current_clock().is_watermark
+('1970-01-01T00:01:00+00:00', True)
+>>> current_clock() is None
+True
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterator, Optional
+
+from .timers import from_epoch_ms
+
+EVENT, PROCESSING = "event", "processing"
+
+
+@dataclass(frozen=True)
+class Clock:
+    """``now_ms`` (epoch ms) of one activation; ``kind`` "event" (``now`` is
+    the watermark) or "processing" (the micro-batch's processing time)."""
+
+    now_ms: int
+    kind: str
+
+    @property
+    def now(self) -> datetime:
+        """``now_ms`` as an aware UTC datetime."""
+        return from_epoch_ms(self.now_ms)
+
+    @property
+    def is_watermark(self) -> bool:
+        return self.kind == EVENT
+
+
+_CURRENT: ContextVar[Optional[Clock]] = ContextVar("sparkwax_clock", default=None)
+
+
+def current_clock() -> Optional[Clock]:
+    """The running activation's clock; None outside an activation and when
+    the host has no clock (bounded input in ProcessingTime mode)."""
+    return _CURRENT.get()
+
+
+def now() -> Optional[datetime]:
+    """The current activation's ``now`` (the watermark in EventTime mode, the
+    micro-batch's processing time otherwise) as an aware UTC datetime; None
+    outside an activation or when the host has no clock (bounded input in
+    ProcessingTime mode). Read it in ``on_notify`` to close everything that is
+    due at once, e.g. all windows whose close time passed:
+
+    >>> import sparkwax as sw
+    >>> from datetime import datetime, timezone
+    >>> from sparkwax.testing import Batch, run
+    >>> class Clock(sw.StatefulLogic):
+    ...     def __init__(self, resume=None): pass
+    ...     def on_item(self, value): return [sw.now().isoformat()], sw.DISCARD
+    ...     def snapshot(self): return None
+    >>> run(Clock, [Batch([("k", 1)], now=datetime(2024, 1, 1, tzinfo=timezone.utc))]).by_key
+    {'k': ['2024-01-01T00:00:00+00:00']}
+    >>> sw.now() is None
+    True
+    """
+    clock = _CURRENT.get()
+    return None if clock is None else clock.now
+
+
+@contextmanager
+def running_at(clock: Optional[Clock]) -> Iterator[None]:
+    """Make ``clock`` current for the block, then restore the previous one."""
+    token = _CURRENT.set(clock)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+__all__ = ["Clock", "current_clock", "now", "running_at"]

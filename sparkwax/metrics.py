@@ -1,0 +1,84 @@
+"""What a step did: counts per micro-batch (and per run), the same on every host.
+
+Spark shows them in its own progress reports, under
+``observedMetrics["sparkwax:<step_id>"]`` of each ``StreamingQueryProgress``;
+the offline runner puts them on ``RunResult.metrics`` (the whole run) and
+``RunResult.batch_metrics`` (one per micro-batch).
+
+>>> total = StepMetrics(rows_in=3, rows_late=1) + StepMetrics(rows_in=2, emits=4)
+>>> total.rows_in, total.rows_late, total.emits
+(5, 1, 4)
+>>> StepMetrics.from_progress({"observedMetrics": {"sparkwax:s": {"rows_in": 7}}}, "s").rows_in
+7
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Dict, Mapping, Optional
+
+PREFIX = "sparkwax:"
+
+
+@dataclass
+class StepMetrics:
+    """Counts of one step (a micro-batch's, or summed over several).
+
+    ``rows_in``: values handed to the step (late ones included);
+    ``rows_late``: values dropped as late (event time at or behind the
+    watermark, or null) in EventTime mode; ``timers_fired``: ``on_notify``
+    calls; ``keys_created`` / ``keys_discarded``: keys that came into / went
+    out of the state store (a key created and discarded within one
+    activation counts in neither); ``emits``: values emitted;
+    ``callback_us``: Python time spent in activations (builder, callbacks,
+    snapshot and encoding), in microseconds: the only field that is not
+    deterministic.
+    """
+
+    rows_in: int = 0
+    rows_late: int = 0
+    timers_fired: int = 0
+    keys_created: int = 0
+    keys_discarded: int = 0
+    emits: int = 0
+    callback_us: int = 0
+
+    def __add__(self, other: "StepMetrics") -> "StepMetrics":
+        return StepMetrics(*(a + b for a, b in zip(self.values(), other.values())))
+
+    def values(self) -> tuple:
+        return tuple(getattr(self, name) for name in FIELDS)
+
+    def as_dict(self) -> Dict[str, int]:
+        return asdict(self)
+
+    def deterministic(self) -> Dict[str, int]:
+        """Every field but ``callback_us`` (what two runs of the same batches share)."""
+        counts = self.as_dict()
+        del counts["callback_us"]
+        return counts
+
+    @classmethod
+    def from_mapping(cls, row: Mapping[str, Any]) -> "StepMetrics":
+        return cls(**{name: int(row.get(name) or 0) for name in FIELDS})
+
+    @classmethod
+    def from_progress(cls, progress: Mapping[str, Any], step_id: str
+                      ) -> Optional["StepMetrics"]:
+        """The step's metrics in one ``StreamingQueryProgress`` (its json
+        form, as ``query.lastProgress`` gives it); None if it has none."""
+        observed = (progress.get("observedMetrics") or {}).get(PREFIX + step_id)
+        return None if observed is None else cls.from_mapping(observed)
+
+
+FIELDS = tuple(f.name for f in fields(StepMetrics))
+
+
+def steps_in(progress: Mapping[str, Any]) -> Dict[str, StepMetrics]:
+    """Every sparkwax step's metrics in one progress report, by step id."""
+    observed = progress.get("observedMetrics") or {}
+    return {name[len(PREFIX):]: StepMetrics.from_mapping(row)
+            for name, row in observed.items() if name.startswith(PREFIX)}
+
+
+__all__ = ["FIELDS", "PREFIX", "StepMetrics", "steps_in"]
