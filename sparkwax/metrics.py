@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Dict, Mapping, Optional
 
 PREFIX = "sparkwax:"
+INPUT_SUFFIX = "#in"  # the rows entering a step, counted before Spark's stateful operator
 
 
 @dataclass
@@ -59,26 +60,49 @@ class StepMetrics:
         return counts
 
     @classmethod
-    def from_mapping(cls, row: Mapping[str, Any]) -> "StepMetrics":
-        return cls(**{name: int(row.get(name) or 0) for name in FIELDS})
+    def from_mapping(cls, row: Any) -> "StepMetrics":
+        """From a mapping of the fields, or a Spark ``Row`` of them (what
+        ``StreamingQueryProgress.observedMetrics`` holds)."""
+        fields = row.asDict() if hasattr(row, "asDict") else row
+        return cls(**{name: int(fields.get(name) or 0) for name in FIELDS})
 
     @classmethod
     def from_progress(cls, progress: Mapping[str, Any], step_id: str
                       ) -> Optional["StepMetrics"]:
-        """The step's metrics in one ``StreamingQueryProgress`` (its json
-        form, as ``query.lastProgress`` gives it); None if it has none."""
-        observed = (progress.get("observedMetrics") or {}).get(PREFIX + step_id)
-        return None if observed is None else cls.from_mapping(observed)
+        """The step's metrics in one ``StreamingQueryProgress`` (as
+        ``query.lastProgress`` gives it); None if it has none."""
+        return steps_in(progress).get(step_id)
 
 
 FIELDS = tuple(f.name for f in fields(StepMetrics))
 
 
-def steps_in(progress: Mapping[str, Any]) -> Dict[str, StepMetrics]:
-    """Every sparkwax step's metrics in one progress report, by step id."""
+def steps_in(progress: Mapping[str, Any], spark_drops: bool = True
+             ) -> Dict[str, StepMetrics]:
+    """Every sparkwax step's metrics in one progress report, by step id.
+
+    Spark itself drops rows behind its late-events watermark before a
+    stateful operator's function sees them (``numRowsDroppedByWatermark``);
+    each step also counts the rows entering it, so those count here as
+    ``rows_in`` and ``rows_late`` too, as they do offline (unless
+    ``spark_drops=False``: then only what the sparkwax hosts saw).
+
+    >>> steps_in({"observedMetrics": {"sparkwax:s": {"rows_in": 5, "rows_late": 1},
+    ...                               "sparkwax:s#in": {"rows": 7}}})["s"].rows_late
+    3
+    """
     observed = progress.get("observedMetrics") or {}
-    return {name[len(PREFIX):]: StepMetrics.from_mapping(row)
-            for name, row in observed.items() if name.startswith(PREFIX)}
+    steps = {name[len(PREFIX):]: StepMetrics.from_mapping(row)
+             for name, row in observed.items()
+             if name.startswith(PREFIX) and not name.endswith(INPUT_SUFFIX)}
+    for step_id, metrics in steps.items() if spark_drops else ():
+        counted = observed.get(PREFIX + step_id + INPUT_SUFFIX)
+        if counted is not None:
+            rows = (counted.asDict() if hasattr(counted, "asDict") else counted).get("rows")
+            dropped = max(int(rows or 0) - metrics.rows_in, 0)
+            metrics.rows_in += dropped
+            metrics.rows_late += dropped
+    return steps
 
 
-__all__ = ["FIELDS", "PREFIX", "StepMetrics", "steps_in"]
+__all__ = ["FIELDS", "INPUT_SUFFIX", "PREFIX", "StepMetrics", "steps_in"]

@@ -1,7 +1,8 @@
 """Progress of streaming queries: one line per micro-batch, and clean stops.
 
 ``follow(queries)`` prints a line per finished micro-batch of each query
-(batch id, input rows, rows/s, rows Spark dropped as late, state rows,
+(batch id, input rows, rows/s, late rows (dropped by sparkwax steps, see
+``sparkwax.metrics``, or by Spark's own operators), timers fired, state rows,
 watermark, duration), read from Spark's own ``StreamingQueryProgress``, to
 stderr: through rich on an interactive terminal, plain text otherwise.
 ``stop_on_signals(queries)`` makes Ctrl-C (SIGINT) and SIGTERM stop the
@@ -13,8 +14,9 @@ This module does not import pyspark: it reads the progress dictionaries.
 >>> print(progress_line("sessions", {"batchId": 3, "numInputRows": 1200,
 ...     "processedRowsPerSecond": 2400.0, "durationMs": {"triggerExecution": 500},
 ...     "stateOperators": [{"numRowsTotal": 42, "numRowsDroppedByWatermark": 5}],
-...     "eventTime": {"watermark": "2024-01-01T00:10:00.000Z"}}))
-sessions  batch   3     1,200 rows     2,400 rows/s  late 5  state 42 rows  watermark 2024-01-01 00:10:00  0.5 s
+...     "eventTime": {"watermark": "2024-01-01T00:10:00.000Z"},
+...     "observedMetrics": {"sparkwax:s": {"rows_late": 2, "timers_fired": 7}}}))
+sessions  batch   3     1,200 rows     2,400 rows/s  late 7  timers 7  state 42 rows  watermark 2024-01-01 00:10:00  0.5 s
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Optional, TextIO
 
+from .metrics import steps_in
+
 Say = Callable[[str], None]
 
 
@@ -35,7 +39,10 @@ def progress_line(name: str, progress: Mapping[str, Any], width: int = 0) -> str
     rate = float(progress.get("processedRowsPerSecond") or 0.0)
     operators = progress.get("stateOperators") or []
     state = sum(int(op.get("numRowsTotal") or 0) for op in operators)
-    late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators)
+    steps = steps_in(progress, spark_drops=False).values()  # Spark's are in its operators
+    late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators) + sum(
+        step.rows_late for step in steps)
+    timers = sum(step.timers_fired for step in steps)
     seconds = int((progress.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
     watermark = (progress.get("eventTime") or {}).get("watermark", "")
     shown = watermark[:19].replace("T", " ") if watermark and not watermark.startswith(
@@ -43,7 +50,7 @@ def progress_line(name: str, progress: Mapping[str, Any], width: int = 0) -> str
     what = (f"{rows:>8,} rows {rate:>9,.0f} rows/s" if rows
             else f"{'no data (timers)':>30}")
     return (f"{name:<{width}}  batch {int(progress['batchId']):>3}  {what}  late {late}  "
-            f"state {state:,} rows  watermark {shown}  {seconds:.1f} s")
+            f"timers {timers}  state {state:,} rows  watermark {shown}  {seconds:.1f} s")
 
 
 def printer(out: Optional[TextIO] = None) -> Say:

@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 from .._driver import Driver
 from ..errors import BuilderError, ConfigError
 from ..logic import overrides_notify_at
-from ..metrics import FIELDS, PREFIX
+from ..metrics import FIELDS, INPUT_SUFFIX, PREFIX
 from ..operators.limits import step_builder
 from ..timers import EventTime, ProcessingTime
 from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
@@ -141,7 +141,7 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
             projected = projected.withWatermark(time.column, time.spark_delay)
         timeout = _timeout(builder, driver, time, step_id)
         function = PackedHost(driver, layout, outputs, timeout, keys, buckets)
-        result = projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandasWithState(
+        result = _input_counted(projected, step_id).select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandasWithState(
             _as_function(function, spark), outputStructType=_with_metrics(out_schema),
             stateStructType=PACKED_STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
         state = f"packed/1 buckets={buckets}{state_format}"
@@ -155,7 +155,7 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = _timeout(builder, driver, time, step_id)
     function = StreamingHost(driver, layout, outputs, timeout, single)
-    result = projected.groupBy(*grouped_on).applyInPandasWithState(
+    result = _input_counted(projected, step_id).groupBy(*grouped_on).applyInPandasWithState(
         _as_function(function, spark), outputStructType=_with_metrics(out_schema),
         stateStructType=STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
     return _describe(_observed(result, step_id), _step_description(
@@ -164,6 +164,12 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
 
 def _with_metrics(schema: T.StructType) -> T.StructType:
     return T.StructType(list(schema.fields) + [T.StructField(METRICS_COLUMN, metrics_type())])
+
+
+def _input_counted(projected: DataFrame, step_id: str) -> DataFrame:
+    """Count the rows entering the step: Spark drops rows behind its own
+    late-events watermark before the host sees them (see ``metrics.steps_in``)."""
+    return projected.observe(PREFIX + step_id + INPUT_SUFFIX, F.count(F.lit(1)).alias("rows"))
 
 
 def _observed(result: DataFrame, step_id: str) -> DataFrame:
