@@ -17,7 +17,9 @@ has state (a warm micro-batch). Timed per group, CPU time, best of R:
 * ``sparkwax``  ``StreamingHost`` + ``Driver`` with a StatefulBatchLogic
                 counting ``len(values)`` (``stateful_batch(value="v")``);
 * ``sw-per-item`` ``StreamingHost`` with spark_engine.py's ``Count``: counting
-                per item, no emits (``stateful(value="v")``).
+                per item, no emits (``stateful(value="v")``);
+* ``sw-metrics`` ``sparkwax`` plus the per-group metrics row every streaming
+                step sends since issue 12 (``sparkwax.metrics``).
 
 ``--profile VARIANT`` prints a cProfile of that variant instead.
 Not collected by pytest.
@@ -47,7 +49,7 @@ from pyspark.sql.streaming.state import GroupState  # noqa: E402
 from sparkwax._driver import Driver  # noqa: E402
 from sparkwax.engine.columns import INTEGER, InputLayout  # noqa: E402
 from sparkwax.engine.host import NO_TIMEOUT, StreamingHost  # noqa: E402
-from sparkwax.engine.outputs import OutputBuilder  # noqa: E402
+from sparkwax.engine.outputs import METRICS_COLUMN, OutputBuilder, metrics_type  # noqa: E402
 from sparkwax.engine.plan import STATE_SCHEMA  # noqa: E402
 from sparkwax.recovery import encode  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
@@ -66,12 +68,12 @@ def idle(key, pdfs, state):
     return iter(())
 
 
-def sparkwax_host(batch: bool):
+def sparkwax_host(batch: bool, metrics: bool = False):
     driver = Driver(BatchCounter if batch else Count, step_id="bench", batch=batch)
     layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
                          order_by=(), event_column=None)
     outputs = OutputBuilder(["key"], T.StructType([T.StructField("count", T.LongType())]),
-                            "bench")
+                            "bench", metrics=metrics)
     host = StreamingHost(driver, layout, outputs, NO_TIMEOUT, True)
 
     def run_streaming_group(key, frames, state):
@@ -86,7 +88,11 @@ VARIANTS = {
                  lambda n: (encode(n, step_id="bench", key=None), None)),
     "sw-per-item": (sparkwax_host(False), STATE_SCHEMA,
                     lambda n: (encode(n, step_id="bench", key=None), None)),
+    "sw-metrics": (sparkwax_host(True, metrics=True), STATE_SCHEMA,
+                   lambda n: (encode(n, step_id="bench", key=None), None)),
 }
+OUTPUTS = {"sw-metrics": T.StructType(list(OUT.fields) + [
+    T.StructField(METRICS_COLUMN, metrics_type())])}
 
 
 def make_groups(rows: int, keys: int):
@@ -110,7 +116,7 @@ def frames_of(chunks):
             prefer_int_ext_dtype=False, df_for_struct=False), axis=1)
 
 
-def run_batch(fn, state_schema, state_row, groups, pickler=pickle):
+def run_batch(fn, state_schema, state_row, groups, pickler=pickle, out=OUT):
     """One micro-batch through ``fn``, with the worker's own per-group work."""
     outputs = []
     sent = 0
@@ -121,7 +127,7 @@ def run_batch(fn, state_schema, state_row, groups, pickler=pickle):
         props["optionalValue"] = T.Row(*pickler.loads(blob))
         state = GroupState(keyAsUnsafe=b"k", valueSchema=state_schema, **props)
         for frame in fn((np.int64(key),), frames_of(chunks), state):
-            if not isinstance(frame, pd.DataFrame) or len(frame.columns) != len(OUT):
+            if not isinstance(frame, pd.DataFrame) or len(frame.columns) != len(out):
                 raise TypeError(frame)
             outputs.append(frame)
         # worker: the state row back to the JVM
@@ -129,16 +135,16 @@ def run_batch(fn, state_schema, state_row, groups, pickler=pickle):
         if state.exists:
             pickler.dumps(state_schema.toInternal(state._value))
         if len(outputs) >= GROUPS_PER_BATCH:
-            sent += to_arrow(outputs)
+            sent += to_arrow(outputs, out)
             outputs = []
     if outputs:
-        sent += to_arrow(outputs)
+        sent += to_arrow(outputs, out)
     return sent
 
 
-def to_arrow(frames) -> int:
+def to_arrow(frames, out) -> int:
     merged = pd.concat(frames, ignore_index=True)
-    return PandasToArrowConversion.convert(merged, OUT, timezone="UTC", safecheck=True,
+    return PandasToArrowConversion.convert(merged, out, timezone="UTC", safecheck=True,
                                            arrow_cast=True, assign_cols_by_name=True).num_rows
 
 
@@ -188,7 +194,7 @@ def main(argv=None) -> int:
                 fn, schema, row = VARIANTS[variant]
                 gc.collect()
                 start = time.process_time()
-                run_batch(fn, schema, row, groups, pickler)
+                run_batch(fn, schema, row, groups, pickler, OUTPUTS.get(variant, OUT))
                 times[variant] = min(times[variant], time.process_time() - start)
         for variant in args.variants:
             best = times[variant]

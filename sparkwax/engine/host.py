@@ -61,9 +61,11 @@ class StreamingHost:
             state.update((act.state, act.timer))
             if act.armed is not None and self.timeout != NO_TIMEOUT:
                 arm(state, self.driver.time.kind, act.armed, now_ms)
+        counts = act.metrics() if self.outputs.metrics else None
         if act.emits:
-            yield self.outputs.frame(key, key_values, act.emits)
-        yield self.outputs.metrics_frame(key_values, act.metrics())
+            yield self.outputs.frame(key, key_values, act.emits, counts)
+        elif counts is not None:
+            yield self.outputs.metrics_frame(key_values, counts)
 
 
 def arm(state, kind: str, armed: int, now_ms: int) -> None:

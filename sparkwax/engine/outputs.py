@@ -12,7 +12,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import itertools
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,8 @@ from ..errors import SchemaError
 from ..metrics import StepMetrics
 from ..timers import to_epoch_us
 
-METRICS_COLUMN = "__sw_metrics"  # array<long> of a step's counts; null on output rows
+METRICS_COLUMN = "__sw_metrics"  # array<long>: a call's counts, then ONLY_METRICS or 0
+ONLY_METRICS = 1   # last element of a row that carries counts only (dropped from the output)
 
 
 _INTS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -47,8 +48,10 @@ class OutputBuilder:
     one pandas frame for all of them (a frame per key costs ~0.1 ms, which the
     packed host would pay once per key); ``frame`` is the one-key shorthand.
     With ``metrics=True`` (streaming hosts) every frame has one more column,
-    ``METRICS_COLUMN``, null on output rows; ``metrics_frame`` makes the one
-    row that carries a call's counts (the plan observes and drops it).
+    ``METRICS_COLUMN``: ``frame_of(groups, counts)`` puts a call's counts on
+    its first output row (null on the others); a call without output rows
+    sends ``metrics_frame``, one row of counts only. The plan observes the
+    column, drops the counts-only rows, then the column.
     """
 
     def __init__(self, key_names: Sequence[str], schema: T.StructType, step_id: str,
@@ -64,16 +67,17 @@ class OutputBuilder:
         self._checks = [_checker(f) for f in self.fields]
         self._typed = [_TYPED.get(type(f.dataType)) for f in self.fields]
 
-    def frame(self, key, key_values: Tuple[Any, ...], emits: List[Any]) -> pd.DataFrame:
-        return self.frame_of([(key, key_values, emits)])
+    def frame(self, key, key_values: Tuple[Any, ...], emits: List[Any],
+              counts: Optional[StepMetrics] = None) -> pd.DataFrame:
+        return self.frame_of([(key, key_values, emits)], counts)
 
-    def frame_of(self, groups: Sequence[Tuple[Any, Tuple[Any, ...], List[Any]]]
-                 ) -> pd.DataFrame:
-        counts = [len(emits) for _, _, emits in groups]
+    def frame_of(self, groups: Sequence[Tuple[Any, Tuple[Any, ...], List[Any]]],
+                 counts: Optional[StepMetrics] = None) -> pd.DataFrame:
+        sizes = [len(emits) for _, _, emits in groups]
         data: Dict[str, Any] = {}
         for index, name in enumerate(self.key_names):
             column: List[Any] = []
-            for (_, key_values, _), count in zip(groups, counts):
+            for (_, key_values, _), count in zip(groups, sizes):
                 column += [key_values[index]] * count
             data[name] = column
         columns: List[Sequence[Any]]
@@ -83,12 +87,14 @@ class OutputBuilder:
         else:
             rows = [self._row(key, value) for key, _, emits in groups for value in emits]
             columns = list(zip(*rows)) if rows else [()] * self.width
-        keys = _RowKeys(groups, counts)
+        keys = _RowKeys(groups, sizes)
         for field, check, typed, cells in zip(self.fields, self._checks, self._typed,
                                               columns):
             data[field.name] = self._convert(keys, field, list(cells), check, typed)
         if self.metrics:
-            data[METRICS_COLUMN] = [None] * sum(counts)
+            rows = sum(sizes)
+            data[METRICS_COLUMN] = ([None] * rows if counts is None or not rows
+                                    else [[*counts.values(), 0]] + [None] * (rows - 1))
         if len(data) == len(self.columns):
             # The dict is already in column order: passing columns= as well
             # makes pandas reindex, ~5x the cost of the whole frame.
@@ -99,7 +105,7 @@ class OutputBuilder:
         """One row: a key of the call (output fields null) and the counts."""
         data: Dict[str, Any] = {name: [value] for name, value in zip(self.key_names, key_values)}
         data.update(self._nulls)
-        data[METRICS_COLUMN] = [list(counts.values())]
+        data[METRICS_COLUMN] = [[*counts.values(), ONLY_METRICS]]
         return pd.DataFrame(data)
 
     def _row(self, key, value) -> Tuple[Any, ...]:
@@ -208,7 +214,8 @@ def _null_of(field: T.StructField) -> pd.Series:
 
 
 def metrics_type() -> T.ArrayType:
-    """The Spark type of ``METRICS_COLUMN``: the counts in ``metrics.FIELDS`` order."""
+    """The Spark type of ``METRICS_COLUMN``: the counts in ``metrics.FIELDS``
+    order, then ``ONLY_METRICS`` (a counts-only row) or 0."""
     return T.ArrayType(T.LongType(), containsNull=False)
 
 

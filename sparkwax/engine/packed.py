@@ -97,8 +97,8 @@ class PackedHost:
             counts += act.metrics()
         self._commit(state, bucket, now_ms)
         if emitted:
-            yield self.outputs.frame_of(emitted)
-        if key_values:
+            yield self.outputs.frame_of(emitted, counts)
+        elif key_values and self.outputs.metrics:
             yield self.outputs.metrics_frame(key_values, counts)
 
     def _restore(self, state) -> Bucket:

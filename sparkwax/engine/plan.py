@@ -22,7 +22,7 @@ from ..operators.limits import step_builder
 from ..timers import EventTime, ProcessingTime
 from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
 from .host import EVENT, NO_TIMEOUT, PROCESSING, BoundedHost, StreamingHost
-from .outputs import METRICS_COLUMN, OutputBuilder, metrics_type
+from .outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from .shipping import ship_function
 from .start import STEP_METADATA
@@ -174,12 +174,13 @@ def _input_counted(projected: DataFrame, step_id: str) -> DataFrame:
 
 def _observed(result: DataFrame, step_id: str) -> DataFrame:
     """The step's counts into Spark's progress (``observedMetrics``, once per
-    micro-batch), then the metrics rows out of the output."""
+    micro-batch), then the counts-only rows and the column out of the output."""
     counts = F.col(METRICS_COLUMN)
     observed = result.observe(PREFIX + step_id, *[
         F.coalesce(F.sum(counts[index]), F.lit(0)).alias(name)
         for index, name in enumerate(FIELDS)])
-    return observed.where(counts.isNull()).drop(METRICS_COLUMN)
+    only_counts = F.coalesce(counts[len(FIELDS)], F.lit(0)) == F.lit(ONLY_METRICS)
+    return observed.where(~only_counts).drop(METRICS_COLUMN)
 
 
 def _bucket_count(df, buckets: Optional[int], step_id: str) -> int:
