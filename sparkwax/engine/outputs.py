@@ -92,9 +92,9 @@ class OutputBuilder:
                                               columns):
             data[field.name] = self._convert(keys, field, list(cells), check, typed)
         if self.metrics:
-            rows = sum(sizes)
-            data[METRICS_COLUMN] = ([None] * rows if counts is None or not rows
-                                    else [[*counts.values(), 0]] + [None] * (rows - 1))
+            total = sum(sizes)
+            data[METRICS_COLUMN] = ([None] * total if counts is None or not total
+                                    else [[*counts.values(), 0]] + [None] * (total - 1))
         if len(data) == len(self.columns):
             # The dict is already in column order: passing columns= as well
             # makes pandas reindex, ~5x the cost of the whole frame.
