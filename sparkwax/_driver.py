@@ -17,7 +17,7 @@ activation is:
    ``builder(None)``;
 4. EOF (bounded input or ``finish``): ``on_eof()`` if logic is live;
 5. commit: retained -> ``encode(snapshot())``, ``notify_at()`` as the next
-   timer and the timeout a host arms for it (``timers.host_timeout``);
+   timer and the timeout a host arms for it (``timers.armed_timeout``);
    discarded -> no state;
 6. the emits, in order, and the activation's counts (``sparkwax.metrics``).
 
@@ -41,9 +41,9 @@ from .clock import Clock, _CURRENT
 from .errors import (NO_VALUE, BuilderError, CallbackError, ConfigError, InputError,
                      LogicError, LostStateWarning, NotifyAtError, ReturnValueError)
 from .metrics import StepMetrics
-from .timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout, is_due,
+from .timers import (EventTime, ProcessingTime, from_epoch_ms, armed_timeout, is_due,
                      require_aware, timer_ms, to_epoch_us)
-from .watermark import Watermark
+from .timers import Watermark
 
 
 class Activation(NamedTuple):
@@ -262,7 +262,7 @@ class Driver:
     def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
         if timer is None or now_ms is None:
             return None
-        return host_timeout(self.time.kind, timer, now_ms)
+        return armed_timeout(self.time.kind, timer, now_ms)
 
     def _restore(self, key, stored: bytes):
         """``builder(decode(stored))``, with errors naming the step and key."""
@@ -383,7 +383,7 @@ class Driver:
         micro-batch: in EventTime mode the key's watermark (max event time so
         far minus the step's delay; with ``sides``, the input index of each
         item, the smallest of the ``side_count`` inputs' watermarks, see
-        ``sparkwax.watermark``) advances item by item, due timers fire before
+        ``sparkwax.timers``) advances item by item, due timers fire before
         the next item and late items are dropped; then ``on_eof``.
         Without event times no timer fires before ``on_eof``."""
         started = perf_counter_ns()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 from .errors import ConfigError
 
@@ -148,16 +148,16 @@ def is_due(timer: Optional[int], now_ms: Optional[int]) -> bool:
 # activation (time must move first), never in a loop.
 
 
-def host_timeout_ms(timer: int, now_ms: int) -> int:
+def event_timeout_ms(timer: int, now_ms: int) -> int:
     """The absolute timeout a host arms for a retained key's next timer."""
     return max(timer - 1, now_ms, 1)  # Spark also refuses timestamps <= 0
 
 
-def host_timeout(kind: str, timer: int, now_ms: int) -> int:
+def armed_timeout(kind: str, timer: int, now_ms: int) -> int:
     """The absolute timeout a host arms, per time mode ("event"/"processing")."""
     if kind == "processing":
         return now_ms + processing_timeout_duration_ms(timer, now_ms)
-    return host_timeout_ms(timer, now_ms)
+    return event_timeout_ms(timer, now_ms)
 
 
 def processing_timeout_duration_ms(timer: int, now_ms: int) -> int:
@@ -165,21 +165,21 @@ def processing_timeout_duration_ms(timer: int, now_ms: int) -> int:
     return max(timer - 1 - now_ms, 1)
 
 
-def host_timeout_fired(timeout, now_ms: int):
+def timeout_fired(timeout, now_ms: int):
     """Spark's rule for waking a key without data: ``timeout < now``. Works
     element-wise on a numpy array of timeouts too (a packed bucket's keys)."""
     return timeout is not None and timeout < now_ms
 
 
 def group_state_timeout(kind: str, armed: int, now_ms: int) -> Tuple[str, int]:
-    """How a host arms the timeout ``armed`` (see ``host_timeout``) on
+    """How a host arms the timeout ``armed`` (see ``armed_timeout``) on
     Spark's ``GroupState`` at ``now_ms``: ``("timestamp", ms)`` for
     EventTimeTimeout, ``("duration", ms)`` for ProcessingTimeTimeout (Spark
     refuses timestamps behind the watermark and durations <= 0).
 
-    >>> group_state_timeout("event", host_timeout("event", 5_000, 1_000), 1_000)
+    >>> group_state_timeout("event", armed_timeout("event", 5_000, 1_000), 1_000)
     ('timestamp', 4999)
-    >>> group_state_timeout("processing", host_timeout("processing", 5_000, 1_000), 1_000)
+    >>> group_state_timeout("processing", armed_timeout("processing", 5_000, 1_000), 1_000)
     ('duration', 3999)
     """
     if kind == "processing":
@@ -196,8 +196,75 @@ def require_aware(moment: object) -> datetime:
     return moment.astimezone(UTC)
 
 
+# --- the event-time watermark over one or several inputs ---
+#
+# Spark keeps one watermark per input that has ``withWatermark`` (its max event
+# time minus the delay; 0 while that input has no data) and, under its default
+# ``spark.sql.streaming.multipleWatermarkPolicy=min``, uses the smallest of
+# them, never moving backwards. A connected step (``connect``, ``join``) has
+# one input per side, so a side far ahead in event time cannot make the other
+# side's rows late. The offline runner and the driver (bounded input) use
+# this one rule; Spark applies it itself.
+
+
+class Watermark:
+    """Max event time per input (ms); :meth:`advance` computes Spark's global
+    watermark, ``min(max - delay)`` over the inputs, monotonic, 0 at first.
+
+    >>> clock = Watermark(delay_ms=1_000, inputs=2)
+    >>> clock.see(10_000_000, side=0)      # side 0 at 10 s (epoch microseconds)
+    >>> clock.advance()                    # side 1 has no data yet: it holds the watermark at 0
+    0
+    >>> clock.see(4_000_000, side=1)
+    >>> clock.advance()                    # min(10 s, 4 s) - 1 s
+    3000
+    >>> clock.see(2_000_000, side=1)       # older data never moves it back
+    >>> clock.advance()
+    3000
+    """
+
+    __slots__ = ("delay_ms", "maxima", "value_ms")
+
+    def __init__(self, delay_ms: int = 0, inputs: int = 1, value_ms: int = 0):
+        if inputs < 1:
+            raise ValueError(f"a watermark needs at least one input, got {inputs}")
+        self.delay_ms = delay_ms
+        self.maxima: List[Optional[int]] = [None] * inputs
+        self.value_ms = value_ms
+
+    def see(self, micros: int, side: int = 0) -> None:
+        """Record an event time (epoch microseconds) of input ``side``."""
+        ms = micros // 1000
+        current = self.maxima[side]
+        if current is None or ms > current:
+            self.maxima[side] = ms
+
+    def candidate(self) -> int:
+        """What the watermark would move to now (before the monotonic rule)."""
+        return min((0 if ms is None else max(ms - self.delay_ms, 0) for ms in self.maxima),
+                   default=0)
+
+    def advance(self) -> int:
+        """Move the watermark (end of a micro-batch) and return it."""
+        candidate = self.candidate()
+        if candidate > self.value_ms:
+            self.value_ms = candidate
+        return self.value_ms
+
+    def copy(self) -> "Watermark":
+        twin = Watermark(self.delay_ms, len(self.maxima), self.value_ms)
+        twin.maxima = list(self.maxima)
+        return twin
+
+    @property
+    def seen(self) -> bool:
+        """Whether any input has data."""
+        return any(ms is not None for ms in self.maxima)
+
+
 __all__ = [
-    "EPOCH", "EventTime", "ProcessingTime", "TimeMode", "UTC", "duration_ms",
-    "from_epoch_ms", "group_state_timeout", "host_timeout", "host_timeout_fired", "host_timeout_ms", "is_due",
-    "processing_timeout_duration_ms", "require_aware", "timer_ms", "to_epoch_ms", "to_epoch_us",
+    "EPOCH", "EventTime", "ProcessingTime", "TimeMode", "UTC", "Watermark", "armed_timeout",
+    "duration_ms", "event_timeout_ms", "from_epoch_ms", "group_state_timeout", "is_due",
+    "processing_timeout_duration_ms", "require_aware", "timeout_fired", "timer_ms",
+    "to_epoch_ms", "to_epoch_us",
 ]

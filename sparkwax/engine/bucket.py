@@ -32,7 +32,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ..timers import host_timeout_fired
+from ..timers import timeout_fired
 
 FORMAT = "swb1"
 NONE = np.iinfo(np.int64).min  # "no timer" in the timer columns
@@ -105,8 +105,8 @@ class Bucket:
 
     def due(self, now_ms: int) -> List[Any]:
         """Stored keys whose armed timeout Spark would have fired
-        (``timers.host_timeout_fired``, on the whole column at once)."""
-        fired = np.flatnonzero((self.armed != NONE) & host_timeout_fired(self.armed, now_ms))
+        (``timers.timeout_fired``, on the whole column at once)."""
+        fired = np.flatnonzero((self.armed != NONE) & timeout_fired(self.armed, now_ms))
         return [self.keys[i] for i in fired.tolist()]
 
     def entries(self) -> Iterator[Tuple[Any, bytes, Optional[int], Optional[int]]]:

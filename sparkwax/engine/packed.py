@@ -4,7 +4,7 @@ Spark's pandas stateful path costs milliseconds per group per micro-batch
 whatever the logic does. The packed host groups rows by a stable hash bucket
 of the key (``pmod(xxhash64(key), buckets)``) and, inside one call, runs the
 shared driver once per user key that has rows, or whose timer the per-key host
-would have woken (the same ``host_timeout`` rule, kept per key). A bucket's
+would have woken (the same ``armed_timeout`` rule, kept per key). A bucket's
 state row is ``(keys binary, buckets long)``: ``keys`` is a ``Bucket`` (see
 ``bucket.py``: per key its snapshot blob, timer and armed timeout, stored by
 column); blobs of keys that did not run are copied as bytes, never decoded or

@@ -24,9 +24,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .._driver import Activation, Driver, sorted_keys
 from ..errors import ConfigError, InputError
 from ..metrics import StepMetrics
-from ..timers import (EventTime, ProcessingTime, from_epoch_ms, host_timeout_fired,
+from ..timers import (EventTime, ProcessingTime, from_epoch_ms, timeout_fired,
                       require_aware, to_epoch_ms)
-from ..watermark import Watermark
+from ..timers import Watermark
 from .script import Batch, Crash, Eof, Step, Tick
 from .sides import InputSides
 
@@ -73,7 +73,7 @@ class Runner:
     restores only after ``crash()`` (faster; ``check_logic`` compares both).
     ``ttl`` and ``max_state_bytes`` are the step options of ``sparkwax.stateful``.
     ``sides``: the side names of a connected step in EventTime mode (one
-    watermark per side, the smallest wins; see ``sparkwax.watermark``);
+    watermark per side, the smallest wins; see ``sparkwax.timers``);
     default: the ``sides`` of a join builder. ``Eof()`` ends the run.
     """
 
@@ -141,7 +141,7 @@ class Runner:
             else:
                 group.append(pair[1])
         due = [k for k, t in self.timeouts.items() if k not in groups
-               and host_timeout_fired(t, self.now_ms)]
+               and timeout_fired(t, self.now_ms)]
         counts = StepMetrics()
         for key in sorted_keys(list(groups) + due):
             counts += self._activate(key, groups.get(key, ()))
@@ -155,7 +155,7 @@ class Runner:
         self._pending_tick = False
         counts = StepMetrics()
         for key in sorted_keys([k for k, t in self.timeouts.items()
-                                if host_timeout_fired(t, self.now_ms)]):
+                                if timeout_fired(t, self.now_ms)]):
             counts += self._activate(key, ())
         self._end_batch(counts)
 

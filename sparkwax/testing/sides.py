@@ -1,7 +1,7 @@
 """Which input (side) an offline value comes from, for per-side watermarks.
 
 A connected step (``connect``, ``join``, ``join_window``) has one input per
-side, and Spark keeps a watermark per input (see ``sparkwax.watermark``). The
+side, and Spark keeps a watermark per input (see ``sparkwax.timers``). The
 offline runner reads a value's side from its ``Tagged`` wrapper and needs the
 full list of sides (a side without data holds the watermark at 0): ``sides=``
 given to the runner, or the ``sides`` a join builder carries.

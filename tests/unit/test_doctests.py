@@ -11,7 +11,7 @@ MODULES = [
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
     "sparkwax.testing.strategies.check", "sparkwax.state_cli", "sparkwax.operators.windowers",
     "sparkwax.operators.window_aggs", "sparkwax.demo.report", "sparkwax.paths", "sparkwax.progress",
-    "sparkwax.snapshot_json", "sparkwax.watermark", "sparkwax.testing.sides",
+    "sparkwax.snapshot_json", "sparkwax.testing.sides",
     "sparkwax.operators.window_out", "sparkwax.demo.options",
 ]
 

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone, tzinfo
 import pytest
 
 from sparkwax import ConfigError, EventTime, ProcessingTime
-from sparkwax.timers import (EPOCH, UTC, duration_ms, from_epoch_ms, host_timeout,
-                             host_timeout_fired, host_timeout_ms, is_due,
+from sparkwax.timers import (EPOCH, UTC, duration_ms, from_epoch_ms, armed_timeout,
+                             timeout_fired, event_timeout_ms, is_due,
                              processing_timeout_duration_ms, require_aware, timer_ms,
                              to_epoch_ms, to_epoch_us)
 
@@ -167,9 +167,9 @@ def test_is_due(timer, now, due):
     (100, 0, 99), (100, 98, 99), (100, 99, 99), (100, 100, 100), (100, 150, 150),
     (1, 0, 1), (0, 0, 1), (-5, 0, 1),    # Spark refuses timestamps <= 0
 ])
-def test_host_timeout_ms(timer, now, armed):
-    assert host_timeout_ms(timer, now) == armed
-    assert host_timeout("event", timer, now) == armed
+def test_event_timeout_ms(timer, now, armed):
+    assert event_timeout_ms(timer, now) == armed
+    assert armed_timeout("event", timer, now) == armed
 
 
 @pytest.mark.parametrize("timer, now, duration", [
@@ -177,40 +177,40 @@ def test_host_timeout_ms(timer, now, armed):
 ])
 def test_processing_timeout_duration_is_positive(timer, now, duration):
     assert processing_timeout_duration_ms(timer, now) == duration
-    assert host_timeout("processing", timer, now) == now + duration
+    assert armed_timeout("processing", timer, now) == now + duration
 
 
 @pytest.mark.parametrize("timeout, now, fired", [
     (99, 100, True), (100, 100, False), (101, 100, False), (None, 100, False),
 ])
-def test_host_timeout_fired_is_strict(timeout, now, fired):
-    assert host_timeout_fired(timeout, now) is fired
+def test_timeout_fired_is_strict(timeout, now, fired):
+    assert timeout_fired(timeout, now) is fired
 
 
 @pytest.mark.parametrize("kind", ["event", "processing"])
 def test_host_wakes_a_future_timer_exactly_when_due(kind):
     armed_at = 1_000
     for timer in range(armed_at + 2, armed_at + 6):
-        timeout = host_timeout(kind, timer, armed_at)
-        wakes = [now for now in range(armed_at, timer + 5) if host_timeout_fired(timeout, now)]
+        timeout = armed_timeout(kind, timer, armed_at)
+        wakes = [now for now in range(armed_at, timer + 5) if timeout_fired(timeout, now)]
         assert wakes[0] == timer
 
 
 def test_processing_timer_one_ms_ahead_wakes_one_ms_late():
     # Spark's ProcessingTimeTimeout needs a duration > 0 and fires on timeout < now
-    timeout = host_timeout("processing", 1_001, 1_000)
-    assert not host_timeout_fired(timeout, 1_001)
-    assert host_timeout_fired(timeout, 1_002)
+    timeout = armed_timeout("processing", 1_001, 1_000)
+    assert not timeout_fired(timeout, 1_001)
+    assert timeout_fired(timeout, 1_002)
     # event time can arm exactly
-    assert host_timeout_fired(host_timeout("event", 1_001, 1_000), 1_001)
+    assert timeout_fired(armed_timeout("event", 1_001, 1_000), 1_001)
 
 
 @pytest.mark.parametrize("kind", ["event", "processing"])
 def test_still_due_timer_is_not_refired_at_the_same_now(kind):
     for timer in (900, 1_000):
-        timeout = host_timeout(kind, timer, 1_000)
-        assert not host_timeout_fired(timeout, 1_000)
-        assert host_timeout_fired(timeout, 1_002)
+        timeout = armed_timeout(kind, timer, 1_000)
+        assert not timeout_fired(timeout, 1_000)
+        assert timeout_fired(timeout, 1_002)
 
 
 # --- require_aware ----------------------------------------------------------------------

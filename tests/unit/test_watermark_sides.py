@@ -12,7 +12,7 @@ from sparkwax.errors import ConfigError, InputError
 from sparkwax.operators import Tagged, count_window, joiner, join_window, stateful_map, tag
 from sparkwax.operators import TumblingWindower
 from sparkwax.testing import Batch, Eof, run, run_bounded
-from sparkwax.watermark import Watermark
+from sparkwax.timers import Watermark
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 TIME = sw.EventTime("ts", watermark="1 minute")
