@@ -33,9 +33,11 @@ from datetime import datetime, timedelta
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from ..errors import ConfigError, SparkwaxError
+from ..metrics import StepMetrics
 from ..paths import join_path, scheme_of
 from ..timers import EPOCH, EventTime, duration_ms
 from . import clickstream
+from .hosts import demo_hosts
 from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
 from ..progress import Follower
 from .options import (AVAILABLE_NOW, DEFAULT_OUTPUT, DemoOptions, add_arguments,
@@ -64,6 +66,7 @@ class QueryStats:
     rows: int = 0
     busy_ms: int = 0
     state_rows: int = 0
+    metrics: StepMetrics = field(default_factory=StepMetrics)   # the step's, summed
 
 
 @dataclass
@@ -99,7 +102,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Entry point of ``sparkwax demo``."""
     options = DemoOptions(events=args.events, batches=args.batches, output=args.output,
                           checkpoint=args.checkpoint, trigger=args.trigger, master=args.master,
-                          seed=args.seed, format=args.format, remote=args.remote)
+                          seed=args.seed, format=args.format, remote=args.remote,
+                          host=args.host)
     try:
         run_demo(options)
     except (DemoError, ConfigError) as error:
@@ -136,6 +140,9 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
     say(f"sparkwax demo: {report.events:,} events from {stream.users:,} users "
         f"({first:%Y-%m-%d %H:%M} .. {last:%H:%M} UTC) in {len(files)} {options.format} files "
         f"under {paths['input']} ({report.generate_seconds:.1f} s)")
+    hosts = demo_hosts(stream.batches(options.batches), options.host)
+    for name, choice in hosts.items():
+        say(f"  {name}: host {choice.host} ({choice.reason})")
 
     from pyspark import SparkContext
 
@@ -161,7 +168,8 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
         if scheme_of(checkpoint):
             _prepare_checkpoint_uri(storage_for(spark), checkpoint)
         stream_started = time.perf_counter()
-        queries = _start_queries(spark, paths, checkpoint, trigger, options.format)
+        queries = _start_queries(spark, paths, checkpoint, trigger, options.format,
+                                 {name: choice.host for name, choice in hosts.items()})
         say(f"streaming with trigger {options.trigger!r}, watermark {WATERMARK}, "
             f"master {_master(spark)}, "
             f"{spark.conf.get('spark.sql.shuffle.partitions')} state partitions")
@@ -233,7 +241,7 @@ def _event_span(events: Sequence[dict]):
     return min(times), max(times)
 
 
-def _start_queries(spark, paths, checkpoint, trigger, fmt):
+def _start_queries(spark, paths, checkpoint, trigger, fmt, hosts):
     from pyspark.sql import functions as F
 
     import sparkwax
@@ -244,12 +252,12 @@ def _start_queries(spark, paths, checkpoint, trigger, fmt):
     sessions = sparkwax.stateful(
         source.select("user_id", "ts", "event_id", "event_type", "amount"),
         key="user_id", builder=UserSession, output_schema=SESSION_SCHEMA, time=time_mode,
-        order_by=["ts", "event_id"], step_id="sessions")
+        order_by=["ts", "event_id"], step_id="sessions", host=hosts["sessions"])
     alerts = sparkwax.stateful(
         source.where(F.col("event_type") == "purchase")
               .select("card_id", "ts", "event_id", "amount"),
         key="card_id", builder=CardFraud, output_schema=ALERT_SCHEMA, time=time_mode,
-        order_by=["ts", "event_id"], step_id="alerts")
+        order_by=["ts", "event_id"], step_id="alerts", host=hosts["alerts"])
     started = {}
     try:
         for name, frame in (("sessions", sessions), ("alerts", alerts)):
@@ -321,10 +329,15 @@ def _raise_failed(queries) -> None:
 
 def _stats(name: str, query) -> QueryStats:
     stats = QueryStats(name)
+    by_batch: Dict[int, StepMetrics] = {}
     for progress in query.recentProgress:
         stats.batches += 1
         stats.rows += int(progress.get("numInputRows") or 0)
         stats.busy_ms += int((progress.get("durationMs") or {}).get("triggerExecution") or 0)
+        found = StepMetrics.from_progress(progress, name)
+        if found is not None:
+            by_batch[int(progress["batchId"])] = found
+    stats.metrics = sum(by_batch.values(), StepMetrics())
     last = query.lastProgress
     if last:
         stats.state_rows = sum(int(op.get("numRowsTotal") or 0)
@@ -355,7 +368,7 @@ def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
         report.open_sessions = len(snapshots)
         report.open_events = sum(s[2] for s in snapshots)
         report.open_revenue = sum(s[4] for s in snapshots) / 100
-        report.late = report.events - report.session_events - report.open_events
+    report.late = report.queries["sessions"].metrics.rows_late  # Spark's progress
 
     alerts = spark.read.schema(f"card_id string, {ALERT_SCHEMA}").parquet(paths["alerts"])
     rows = []

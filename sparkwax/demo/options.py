@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional
 from ..errors import ConfigError
 from ..timers import duration_ms
 from . import clickstream
+from .hosts import HOSTS
 
 DEFAULT_OUTPUT = "./sparkwax-demo-out"
 DEFAULT_EVENTS = 200_000
@@ -32,6 +33,7 @@ class DemoOptions:
     seed: int = DEFAULT_SEED
     format: str = "json"
     remote: Optional[str] = None           # a Spark Connect server, e.g. "sc://host:15002"
+    host: str = "auto"                     # or "per_key" / "packed" for both queries
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--remote", default=None, metavar="sc://HOST:PORT",
         help="run on a Spark Connect server instead of a local Spark (it must see the "
              "output folder's path; the checkpoint may be any URI the server can write)")
+    parser.add_argument(
+        "--host", choices=HOSTS, default="auto",
+        help="the sparkwax host of both queries; 'auto' (default) picks per query by "
+             "docs/performance.md's rule and says why")
     parser.add_argument(
         "--seed", type=int, default=DEFAULT_SEED,
         help="random seed of the generated clickstream (default: %(default)s)")

@@ -42,9 +42,9 @@ def print_summary(report, say: Printer, watermark: str) -> None:
                  f"{report.session_events / max(report.sessions, 1):.1f} events per session"))
     rows.append(("purchases", f"{report.purchases:,}", "in closed sessions"))
     rows.append(("revenue", f"${report.revenue:,.2f}", "in closed sessions"))
-    if report.open_events is not None:
-        rows.append(("late events dropped", f"{report.late:,}",
-                     f"at or behind the watermark ({watermark} behind the newest event)"))
+    rows.append(("late events dropped", f"{report.late:,}",
+                 f"at or behind the watermark ({watermark} behind the newest event); "
+                 "sessions step's rows_late in Spark's progress"))
     rows.append(("fraud alerts", f"{report.alerts:,}",
                  f"on {len(report.alerts_by_card)} cards (CardFraud); "
                  f"{len(report.fraud_cards)} cards had planted bursts"))
@@ -54,6 +54,7 @@ def print_summary(report, say: Printer, watermark: str) -> None:
     for name, stats in report.queries.items():
         rows.append((f"  {name} query", f"{stats.batches} batches",
                      f"{stats.rows:,} rows, {stats.busy_ms / 1000:.1f} s busy, "
+                     f"{stats.metrics.timers_fired:,} timers fired, "
                      f"{stats.state_rows:,} state rows at the end"))
     for line in table(rows, aligns="<><"):
         say(line)
