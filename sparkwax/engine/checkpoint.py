@@ -12,10 +12,10 @@ import json
 import time as clock
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from .. import recovery
-from .._driver import Driver
+from .._driver import Driver, sorted_keys
 from ..errors import ConfigError, SnapshotError
 from ..operators.ttl import step_ttl
 from ..timers import ProcessingTime, from_epoch_ms
@@ -121,11 +121,11 @@ def is_packed(frame) -> bool:
     return "keys" in frame.schema["value"].dataType["groupState"].dataType.fieldNames()
 
 
-def packed_entries(frame, step_id: str) -> List[StateEntry]:
-    """Every key's entry of a packed step, read on the driver (bucket rows)."""
+def packed_blobs(frame, step_id: str) -> Iterator[Tuple[Any, bytes, Optional[int], int]]:
+    """``(key, blob, timer, partition)`` of every key of a packed step, read
+    on the driver (bucket rows); the blobs as stored."""
     from pyspark.sql import functions as F
 
-    entries = []
     rows = frame.select(F.col("value.groupState.keys").alias("keys"), "partition_id").collect()
     for row in rows:
         try:
@@ -135,13 +135,21 @@ def packed_entries(frame, step_id: str) -> List[StateEntry]:
                               f"read ({error}); was it written by another sparkwax "
                               "version?") from error
         for key, blob, timer, _armed in bucket.entries():
-            try:
-                snapshot = recovery.decode(blob, step_id=step_id, key=key)
-            except SnapshotError as error:
-                snapshot = error
-            entries.append(StateEntry(key, snapshot, len(blob),
-                                      from_epoch_ms(timer) if timer is not None else None,
-                                      row["partition_id"]))
+            yield key, blob, timer, row["partition_id"]
+
+
+def packed_entries(frame, step_id: str) -> List[StateEntry]:
+    """Every key's entry of a packed step, decoded leniently (for ``state
+    show``: a blob that cannot be decoded shows as its SnapshotError)."""
+    entries = []
+    for key, blob, timer, partition in packed_blobs(frame, step_id):
+        try:
+            snapshot = recovery.decode(blob, step_id=step_id, key=key)
+        except SnapshotError as error:
+            snapshot = error
+        entries.append(StateEntry(key, snapshot, len(blob),
+                                  from_epoch_ms(timer) if timer is not None else None,
+                                  partition))
     return entries
 
 
@@ -154,12 +162,12 @@ def _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema,
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
     single = len(key_type.fields) == 1
     emitted = []
-    for entry in sorted(packed_entries(frame, step_id), key=lambda e: repr(e.key)):
-        blob = recovery.encode(entry.snapshot, step_id=step_id, key=entry.key)
-        act = driver.activate(entry.key, blob, (), now_ms, eof=True)
+    stored = {key: (blob, timer) for key, blob, timer, _ in packed_blobs(frame, step_id)}
+    for key in sorted_keys(list(stored)):
+        blob, timer = stored[key]   # decoded strictly: a corrupt blob is a SnapshotError
+        act = driver.activate(key, blob, (), now_ms, eof=True, committed_timer=timer)
         if act.emits:
-            key_values = (entry.key,) if single else tuple(entry.key)
-            emitted.append((entry.key, key_values, act.emits))
+            emitted.append((key, (key,) if single else tuple(key), act.emits))
     out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
     if not emitted:
         return spark.createDataFrame([], out_schema)

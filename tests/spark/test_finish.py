@@ -220,3 +220,27 @@ def test_a_changed_bucket_count_is_refused_naming_both_counts(spark, tmp_path):
         raw.processAllAvailable()
     raw.stop()
     assert "written with buckets=3, this query uses buckets=4" in str(failed.value)
+
+
+def test_finish_on_a_packed_state_refuses_a_corrupt_key_and_names_it(spark):
+    # A bucket row as Spark's state reader gives it, with one good key and one whose
+    # blob is not a sparkwax snapshot: finish must not hand the error to the builder.
+    from pyspark.sql import types as T
+
+    from sparkwax._driver import Driver
+    from sparkwax.engine.bucket import Bucket
+    from sparkwax.engine.checkpoint import _finish_packed
+    from sparkwax.recovery import encode
+    from sparkwax.testing.reference import Counter
+
+    bucket = Bucket.empty()
+    bucket.put("good", encode(3, step_id="counts", key="good"), None, None)
+    bucket.put("bad", b"not a snapshot", None, None)
+    blob, _ = bucket.encode()
+    frame = spark.createDataFrame(
+        [(((blob, 2),), 0)],
+        "value struct<groupState: struct<keys: binary, buckets: long>>, partition_id int")
+    schema = T.StructType([T.StructField("n", T.LongType())])
+    with pytest.raises(sw.SnapshotError, match="step 'counts', key 'bad', decode"):
+        _finish_packed(spark, "/unused", frame, Driver(Counter, step_id="counts"), schema, 0,
+                       "key string", "counts")
