@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional, Tuple
 
+from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import OperatorBuilder, two_tuple
 
@@ -95,7 +96,7 @@ def stateful_map(mapper: Mapper) -> OperatorBuilder:
     (exactly one value per item); ``new_state=None`` discards the key's state.
     """
     if not callable(mapper):
-        raise TypeError(f"stateful_map needs a callable mapper, got {mapper!r}")
+        raise ConfigError(f"stateful_map needs a callable mapper, got {mapper!r}")
     return OperatorBuilder("stateful_map", StatefulMapLogic, mapper)
 
 
@@ -107,7 +108,7 @@ def stateful_flat_map(mapper: Callable[[Optional[Any], Any],
     ``outs`` is emitted; ``new_state=None`` discards the key's state.
     """
     if not callable(mapper):
-        raise TypeError(f"stateful_flat_map needs a callable mapper, got {mapper!r}")
+        raise ConfigError(f"stateful_flat_map needs a callable mapper, got {mapper!r}")
     return OperatorBuilder("stateful_flat_map", StatefulFlatMapLogic, mapper)
 
 
@@ -120,5 +121,5 @@ def stateful_filter(predicate: Callable[[Optional[Any], Any],
     ``new_state=None`` discards the key's state.
     """
     if not callable(predicate):
-        raise TypeError(f"stateful_filter needs a callable predicate, got {predicate!r}")
+        raise ConfigError(f"stateful_filter needs a callable predicate, got {predicate!r}")
     return OperatorBuilder("stateful_filter", StatefulFilterLogic, predicate)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import Duration, FieldSpec, OperatorBuilder, optional_timedelta, time_getter
 
@@ -79,7 +80,7 @@ def collect(timeout: Optional[Duration], max_size: Optional[int], *,
     after the last value (by ``ts``: a field name or a callable), or at EOF.
     ``timeout=None`` or ``max_size=None`` turns that trigger off."""
     if max_size is not None and (not isinstance(max_size, int) or max_size < 1):
-        raise ValueError(f"collect: max_size must be a positive int or None, got {max_size!r}")
+        raise ConfigError(f"collect: max_size must be a positive int or None, got {max_size!r}")
     span = optional_timedelta(timeout, "collect timeout")
     time_of = time_getter(ts) if span is not None else None
     return OperatorBuilder("collect", CollectLogic, (span, max_size, time_of))

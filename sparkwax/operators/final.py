@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import FieldSpec, OperatorBuilder, field_getter, identity
 
@@ -111,7 +112,7 @@ def fold_final(builder: Callable[[], Any], folder: Callable[[Any, Any], Any]) ->
     """``builder()`` makes a key's empty accumulator, ``folder(acc, value)``
     combines each value into it; the accumulator is emitted at EOF."""
     if not callable(builder) or not callable(folder):
-        raise TypeError("fold_final needs callables builder() and folder(acc, value)")
+        raise ConfigError("fold_final needs callables builder() and folder(acc, value)")
     return OperatorBuilder("fold_final", FoldFinalLogic, (builder, folder))
 
 
@@ -119,7 +120,7 @@ def reduce_final(reducer: Callable[[Any, Any], Any]) -> OperatorBuilder:
     """``reducer(acc, value)`` over a key's values (the first value starts the
     accumulator); emitted at EOF."""
     if not callable(reducer):
-        raise TypeError(f"reduce_final needs a callable reducer, got {reducer!r}")
+        raise ConfigError(f"reduce_final needs a callable reducer, got {reducer!r}")
     return OperatorBuilder("reduce_final", ReduceFinalLogic, reducer)
 
 

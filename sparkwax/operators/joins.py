@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, List, Optional, Sequence, Union
 
+from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import OperatorBuilder
 from .tagged import side_names, tag  # noqa: F401  (tag is used in the doctest)
@@ -44,18 +45,18 @@ class JoinConfig:
 
     def __init__(self, sides: Union[int, Sequence[Any]], insert_mode: str, emit_mode: str):
         if insert_mode not in INSERT_MODES:
-            raise ValueError(f"unknown join insert mode {insert_mode!r}; use one of "
+            raise ConfigError(f"unknown join insert mode {insert_mode!r}; use one of "
                              f"{INSERT_MODES}")
         if emit_mode not in EMIT_MODES:
-            raise ValueError(f"unknown join emit mode {emit_mode!r}; use one of {EMIT_MODES}")
+            raise ConfigError(f"unknown join emit mode {emit_mode!r}; use one of {EMIT_MODES}")
         if isinstance(sides, int):
             if sides < 1:
-                raise ValueError(f"a join needs at least one side, got {sides}")
+                raise ConfigError(f"a join needs at least one side, got {sides}")
             tags = tuple(range(sides))
         else:
             tags = tuple(sides)
             if not tags or len(set(tags)) != len(tags):
-                raise ValueError(f"join sides must be distinct tags, got {sides!r}")
+                raise ConfigError(f"join sides must be distinct tags, got {sides!r}")
         self.tags = tags
         self.index = {t: i for i, t in enumerate(tags)}
         self.insert_mode = insert_mode
@@ -163,7 +164,8 @@ def join(*sides, key, names: Optional[Sequence[str]] = None, insert_mode: str = 
     side's non-key columns (null for a missing side). ``time`` and
     ``order_by`` name columns that every side has (see ``connect``).
     """
-    from .connected import connect, side_struct_schema
+    from ..engine.connecting import side_struct_schema
+    from .connected import connect
 
     names = side_names(len(sides), names)
     builder = joiner(names, insert_mode=insert_mode, emit_mode=emit_mode)

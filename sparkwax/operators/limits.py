@@ -117,7 +117,7 @@ def with_state_limit(builder: Callable, max_bytes: int) -> StateLimitBuilder:
     snapshot format is the inner logic's: the limit can be added to, changed
     on or removed from a running query's checkpoint."""
     if not callable(builder):
-        raise TypeError(f"with_state_limit needs a builder, got {builder!r}")
+        raise ConfigError(f"with_state_limit needs a builder, got {builder!r}")
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
         raise ConfigError(f"max_state_bytes must be a positive int (bytes), got {max_bytes!r}")
     return StateLimitBuilder(builder, max_bytes)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import OperatorBuilder
 
@@ -70,7 +71,7 @@ def fold(builder: Callable[[], Any], folder: Callable[[Any, Any], Any]) -> Opera
     """``builder()`` makes a key's empty accumulator, ``folder(acc, value)``
     combines each value into it; the accumulator is emitted after every value."""
     if not callable(builder) or not callable(folder):
-        raise TypeError("fold needs callables builder() and folder(acc, value)")
+        raise ConfigError("fold needs callables builder() and folder(acc, value)")
     return OperatorBuilder("fold", FoldLogic, (builder, folder))
 
 
@@ -78,5 +79,5 @@ def reduce(reducer: Callable[[Any, Any], Any]) -> OperatorBuilder:
     """``reducer(acc, value)`` over a key's values (the first value starts the
     accumulator); the accumulator is emitted after every value."""
     if not callable(reducer):
-        raise TypeError(f"reduce needs a callable reducer, got {reducer!r}")
+        raise ConfigError(f"reduce needs a callable reducer, got {reducer!r}")
     return OperatorBuilder("reduce", ReduceLogic, reducer)

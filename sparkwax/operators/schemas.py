@@ -15,6 +15,11 @@ KeySpec = Union[str, Sequence[str]]
 
 
 def key_list(key: KeySpec) -> List[str]:
+    """One key column or several, as a list.
+
+    >>> key_list("user"), key_list(("user", "day"))
+    (['user'], ['user', 'day'])
+    """
     return [key] if isinstance(key, str) else list(key)
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
+from ..errors import ConfigError
+
 
 class Tagged(tuple):
     """``(side, value)``; ``item[field]`` reads ``value[field]``."""
@@ -57,5 +59,5 @@ def side_names(count: int, names: Optional[Sequence[str]] = None) -> List[str]:
         return ["left", "right"] if count == 2 else [f"side{i}" for i in range(count)]
     names = list(names)
     if len(names) != count or len(set(names)) != count:
-        raise ValueError(f"names must be {count} distinct names, one per side; got {names!r}")
+        raise ConfigError(f"names must be {count} distinct names, one per side; got {names!r}")
     return names

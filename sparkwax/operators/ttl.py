@@ -131,7 +131,7 @@ def with_ttl(builder: Callable, ttl: Duration, *, ts: FieldSpec = "ts",
     EventTime mode the clock is the watermark, which starts at the epoch).
     Works for any ``StatefulLogic`` (not ``StatefulBatchLogic``)."""
     if not callable(builder):
-        raise TypeError(f"with_ttl needs a builder, got {builder!r}")
+        raise ConfigError(f"with_ttl needs a builder, got {builder!r}")
     if not (isinstance(flush, bool) or callable(flush)):
         raise ConfigError(f"with_ttl: flush must be a bool or a callable taking the inner "
                           f"logic's snapshot, got {flush!r}")

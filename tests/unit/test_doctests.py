@@ -12,7 +12,8 @@ MODULES = [
     "sparkwax.testing.strategies.check", "sparkwax.state_cli", "sparkwax.operators.windowers",
     "sparkwax.operators.window_aggs", "sparkwax.demo.report", "sparkwax.paths", "sparkwax.progress",
     "sparkwax.snapshot_json", "sparkwax.testing.sides",
-    "sparkwax.operators.window_out", "sparkwax.demo.options",
+    "sparkwax.operators.window_out", "sparkwax.demo.options", "sparkwax.clock",
+    "sparkwax.metrics", "sparkwax.demo.hosts",
 ]
 
 

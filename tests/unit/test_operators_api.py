@@ -45,8 +45,8 @@ def test_all_is_sorted_and_complete():
 @pytest.mark.parametrize("name", MODULES)
 def test_module_doctests(name):
     module = importlib.import_module(f"sparkwax.operators.{name}")
-    failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert failures == 0
+    failures, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert failures == 0 and attempted > 0   # a module without examples tests nothing
 
 
 def test_import_without_pyspark(tmp_path):

@@ -74,7 +74,7 @@ def test_stateful_flat_map_emits_every_output():
 def test_mapper_must_return_a_pair():
     with pytest.raises(sw.CallbackError, match="2-tuple"):
         run(stateful_map(lambda s, v: v), [Batch([("a", 1)])])
-    with pytest.raises(TypeError):
+    with pytest.raises(sw.ConfigError, match="callable mapper"):
         stateful_map("not callable")
 
 
@@ -150,7 +150,7 @@ def test_collect_on_bounded_input_times_out_by_event_time():
 
 
 def test_collect_validates_its_arguments():
-    with pytest.raises(ValueError):
+    with pytest.raises(sw.ConfigError, match="max_size"):
         collect(timedelta(seconds=1), 0)
     with pytest.raises(sw.ConfigError):
         collect("soon", 3)

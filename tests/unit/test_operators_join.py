@@ -90,9 +90,9 @@ def test_join_against_bytewax():
 
 
 def test_join_errors():
-    with pytest.raises(ValueError, match="insert mode"):
+    with pytest.raises(sw.ConfigError, match="insert mode"):
         joiner(2, insert_mode="middle")
-    with pytest.raises(ValueError, match="emit mode"):
+    with pytest.raises(sw.ConfigError, match="emit mode"):
         joiner(2, emit_mode="sometimes")
     with pytest.raises(sw.CallbackError, match="unknown join side"):
         run(joiner(2), [Batch(tag(5, [("k", 1)]))])

@@ -58,7 +58,7 @@ def test_stateful_filter_none_state_discards():
 def test_stateful_filter_errors(bad, message):
     with pytest.raises(sw.CallbackError, match=message):
         run(ops.stateful_filter(bad), [Batch([("k", 1)])])
-    with pytest.raises(TypeError, match="callable"):
+    with pytest.raises(sw.ConfigError, match="callable"):
         ops.stateful_filter("not a function")
 
 
@@ -102,9 +102,9 @@ def test_fold_and_reduce_match_their_final_versions_at_the_last_value():
 
 
 def test_fold_and_reduce_need_callables():
-    with pytest.raises(TypeError):
+    with pytest.raises(sw.ConfigError, match="fold needs callables"):
         ops.fold(list, "x")
-    with pytest.raises(TypeError):
+    with pytest.raises(sw.ConfigError, match="reduce needs a callable"):
         ops.reduce(None)
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone, tzinfo
 
 import pytest
 
 from sparkwax import ConfigError, EventTime, ProcessingTime
-from sparkwax.timers import (EPOCH, UTC, duration_ms, from_epoch_ms, armed_timeout,
-                             timeout_fired, event_timeout_ms, is_due,
-                             processing_timeout_duration_ms, require_aware, timer_ms,
-                             to_epoch_ms, to_epoch_us)
+from sparkwax.timers import (EPOCH, UTC, armed_timeout, duration_ms, event_timeout_ms,
+                             from_epoch_ms, is_due, processing_timeout_duration_ms,
+                             require_aware, timeout_fired, timer_ms, to_epoch_ms, to_epoch_us)
 
 US = timedelta(microseconds=1)
 MS = timedelta(milliseconds=1)
@@ -79,7 +79,7 @@ def test_event_time():
     assert EventTime("ts").delay_ms == 0
     assert EventTime("ts", watermark=timedelta(seconds=3)).delay_ms == 3_000
     assert EventTime("ts", watermark="10 minutes") == EventTime("ts", watermark="10 minutes")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         mode.column = "other"   # frozen
 
 

@@ -1,0 +1,95 @@
+"""The DataFrame side of ``sparkwax.operators.connect``: several inputs as one
+keyed union, each row tagged with its side's number.
+
+The union holds the key columns (cast to the first side's types), the side
+number, the columns named by ``time``/``order_by`` (every side must have
+them) and one column per (side, column), null on the other sides' rows.
+Streaming sides get their own ``withWatermark`` before the union (Spark's
+min policy then keeps one watermark per input).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any, List, Sequence, Tuple
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..errors import ConfigError
+from ..operators.connected import SIDE_COLUMN, Layout
+from ..operators.schemas import KeySpec, key_list
+from ..timers import EventTime
+
+
+def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[str], time,
+                   order: List[str]) -> Tuple[DataFrame, Layout]:
+    """The union of ``sides`` and its layout (per side: its name and its
+    ``(column, union column)`` pairs)."""
+    shared: List[str] = []
+    if isinstance(time, EventTime):
+        shared.append(time.column)
+    shared.extend(c for c in order if c not in shared)
+    first = {f.name: f.dataType for f in sides[0].schema.fields}
+    for name, side in zip(names, sides):
+        present = set(side.columns)
+        missing = [c for c in keys + shared if c not in present]
+        if missing:
+            raise ConfigError(f"connect: side {name!r} lacks column(s) {missing} (key, time "
+                              f"and order_by columns must exist on every side); it has "
+                              f"{side.columns}")
+    if isinstance(time, EventTime):
+        for name, side in zip(names, sides):
+            kind = side.schema[time.column].dataType
+            if kind.typeName() != "timestamp":
+                raise ConfigError(f"connect: side {name!r}: the EventTime column "
+                                  f"{time.column!r} must be a timestamp on every side (each "
+                                  f"side keeps its own watermark), it is "
+                                  f"{kind.simpleString()}")
+    columns: List[Tuple[int, str, Any, str]] = []
+    layout: List[Tuple[str, Tuple[Tuple[str, str], ...]]] = []
+    for number, (name, side) in enumerate(zip(names, sides)):
+        own = []
+        for field in side.schema.fields:
+            if field.name in keys:
+                continue
+            source = f"__sw{number}_{field.name}"
+            columns.append((number, field.name, field.dataType, source))
+            own.append((field.name, source))
+        layout.append((name, tuple(own)))
+
+    def watermarked(column: str) -> bool:
+        return isinstance(time, EventTime) and column == time.column
+
+    frames = []
+    for number, side in enumerate(sides):
+        if isinstance(time, EventTime) and side.isStreaming:
+            # One watermark per input; Spark's default policy takes the minimum,
+            # so a side far ahead in event time cannot make the others late.
+            side = side.withWatermark(time.column, time.spark_delay)
+        selected = [F.col(_q(k)).cast(first[k]).alias(k) for k in keys]
+        selected.append(F.lit(number).cast("int").alias(SIDE_COLUMN))
+        # the time column keeps its type and its watermark (no cast: a cast
+        # would drop the metadata EventTimeTimeout looks for after the union)
+        selected.extend(F.col(_q(c)).alias(c) if watermarked(c)
+                        else F.col(_q(c)).cast(first[c]).alias(c) for c in shared)
+        for owner, column, data_type, source in columns:
+            selected.append(F.col(_q(column)).alias(source) if owner == number
+                            else F.lit(None).cast(data_type).alias(source))
+        frames.append(side.select(*selected))
+    return reduce(DataFrame.union, frames), tuple(layout)
+
+
+def side_struct_schema(sides, names: Sequence[str], key: KeySpec):
+    """One nullable struct field per side, holding its non-key columns."""
+    from pyspark.sql import types as T
+
+    keys = set(key_list(key))
+    return T.StructType([
+        T.StructField(name, T.StructType([f for f in side.schema.fields if f.name not in keys]),
+                      True)
+        for name, side in zip(names, sides)])
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
