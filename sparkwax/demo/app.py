@@ -67,6 +67,7 @@ class QueryStats:
     busy_ms: int = 0
     state_rows: int = 0
     metrics: StepMetrics = field(default_factory=StepMetrics)   # the step's, summed
+    host: str = "per_key"   # packed: Spark's state rows are buckets
 
 
 @dataclass
@@ -182,6 +183,7 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
         report.stream_seconds = time.perf_counter() - stream_started
         for name, query in queries.items():
             report.queries[name] = _stats(name, query)
+            report.queries[name].host = hosts[name].host
         _collect_results(spark, report, paths, checkpoint)
     finally:
         if owned:

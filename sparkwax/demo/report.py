@@ -55,7 +55,8 @@ def print_summary(report, say: Printer, watermark: str) -> None:
         rows.append((f"  {name} query", f"{stats.batches} batches",
                      f"{stats.rows:,} rows, {stats.busy_ms / 1000:.1f} s busy, "
                      f"{stats.metrics.timers_fired:,} timers fired, "
-                     f"{stats.state_rows:,} state rows at the end"))
+                     f"{stats.state_rows:,} "
+                     f"{'buckets' if stats.host == 'packed' else 'state rows'} at the end"))
     for line in table(rows, aligns="<><"):
         say(line)
     if report.top_alerts:
