@@ -21,7 +21,6 @@ __version__ = "0.1.0"
 
 _ENGINE_NAMES = ("finish", "local_session", "start", "stateful", "stateful_batch")
 
-from importlib.util import find_spec as _find_spec
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time,
@@ -29,25 +28,34 @@ if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time
     from .engine import (finish as finish, local_session as local_session, start as start,
                          stateful as stateful, stateful_batch as stateful_batch)
 
-# Star-imports list the Spark entry points only where pyspark is installed.
-_EXPORTED_ENGINE = _ENGINE_NAMES if _find_spec("pyspark") is not None else ()
-
 __all__ = [  # a list display (sorted below) so that type checkers read it
     "Builder", "BuilderError", "CallbackError", "Clock", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", "current_clock", "follow", "now", *_EXPORTED_ENGINE,
+    "StatefulLogic", "current_clock", "follow", "now", *_ENGINE_NAMES,
 ]
 __all__.sort()
 
 
 def __getattr__(name):
     if name in _ENGINE_NAMES:
-        from . import engine
-
+        try:
+            from . import engine
+        except ImportError as error:  # no pyspark: fail where the function is used
+            return _needs_pyspark(name, error)
         return getattr(engine, name)
     raise AttributeError(f"module 'sparkwax' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), *_EXPORTED_ENGINE})
+    return sorted({*globals(), *_ENGINE_NAMES})
+
+
+def _needs_pyspark(name: str, error: ImportError):
+    """A stand-in for a Spark entry point where pyspark cannot be imported
+    (``__all__`` is the same everywhere, so ``from sparkwax import *`` works)."""
+    def unavailable(*args, **kwargs):
+        raise ConfigError(f"sparkwax.{name} needs pyspark, which cannot be imported here "
+                          f"({error}); pip install 'sparkwax[spark]'") from error
+    unavailable.__name__ = unavailable.__qualname__ = name
+    return unavailable

@@ -92,3 +92,28 @@ def test_blocker_really_blocks(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "blocked for this test" in done.stderr
 
+
+
+def test_star_import_and_the_spark_entry_points_without_pyspark(tmp_path):
+    """``__all__`` is the same with or without pyspark: a star import works, and
+    a Spark entry point says what is missing when called."""
+    blocked = tmp_path / "blocked" / "pyspark"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text(BLOCKER.format(name="pyspark"))
+    program = textwrap.dedent("""
+        from sparkwax import *
+        import sparkwax
+        print("stateful" in dir(sparkwax), "stateful" in sparkwax.__all__, callable(stateful))
+        try:
+            stateful(None, key="k", builder=None, output_schema="n long")
+        except ConfigError as error:
+            print("ConfigError:", error)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "blocked"), str(REPO)]))
+    done = subprocess.run([sys.executable, "-c", program], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.strip().splitlines()
+    assert first == "True True True"
+    assert second.startswith("ConfigError: sparkwax.stateful needs pyspark") and \
+        "blocked for this test" in second
