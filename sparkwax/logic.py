@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import datetime
-from typing import Any, Callable, Generic, Iterable, List, Optional, Tuple, TypeVar, Union
+from typing import Callable, Generic, Iterable, List, Optional, Tuple, TypeVar
 
 V = TypeVar("V")  # values in
 W = TypeVar("W")  # values out
@@ -85,10 +85,8 @@ class StatefulBatchLogic(_LogicDefaults[V, W, S]):
         """Handle the activation's values, in order; return ``(emits, discard)``."""
 
 
-AnyLogic = Union[StatefulLogic, StatefulBatchLogic, Any]
 Builder = Callable[[Optional[S]], StatefulLogic]
 """``builder(resume_state_or_None) -> logic``: how sparkwax makes a key's logic."""
-BatchBuilder = Callable[[Optional[S]], StatefulBatchLogic]
 
 
 def overrides_notify_at(logic_type: type) -> bool:

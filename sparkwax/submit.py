@@ -62,17 +62,6 @@ def submit_command(parser: argparse.ArgumentParser):
     return run
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Register ``submit`` on an argparse ``subparsers`` object."""
-    import inspect
-
-    doc = inspect.getdoc(submit_command) or ""
-    parser = subparsers.add_parser("submit", help=doc.splitlines()[0], description=doc,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.set_defaults(handler=submit_command(parser))
-    return parser
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add submit's arguments, usage and examples to ``parser``."""
     parser.usage = USAGE
@@ -250,7 +239,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return run(parser.parse_args(list(argv) if argv is not None else None))
 
 
-__all__ = ["add_parser", "build_command", "configure", "format_command", "main", "run",
+__all__ = ["build_command", "configure", "format_command", "main", "run",
            "split_rest", "submit_command"]
 
 

@@ -148,11 +148,6 @@ def later(a: Optional[datetime], b: Optional[datetime]) -> Optional[datetime]:
     return b
 
 
-def earliest(*moments: Optional[datetime]) -> Optional[datetime]:
-    present = [m for m in moments if m is not None]
-    return min(present) if present else None
-
-
 def identity(value):
     return value
 
