@@ -10,15 +10,18 @@ settings.register_profile("spark", max_examples=6, deadline=None, database=None,
 
 
 def pytest_collection_modifyitems(items):
-    """Mark Spark tests, and ship their modules to Python workers by value:
-    pytest puts test modules on the driver's sys.path only, so logic classes
-    defined in a test module are not importable on workers by reference."""
+    """Mark the tests that use the shared session ``spark`` (tests that start
+    Spark another way mark themselves; the rest run in ``make test-fast`` too),
+    and ship test modules to Python workers by value: pytest puts them on the
+    driver's sys.path only, so logic classes defined in a test module are not
+    importable on workers by reference."""
     from pyspark import cloudpickle
 
     here = os.path.dirname(__file__)
     for item in items:
         if str(item.fspath).startswith(here):
-            item.add_marker(pytest.mark.spark)
+            if "spark" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.spark)
             module = getattr(item, "module", None)
             if module is not None:
                 cloudpickle.register_pickle_by_value(module)

@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "main_logic.py"
 
 
+@pytest.mark.spark   # the example starts its own Spark
 def test_main_logic_example_runs_on_spark():
     done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True,
                           timeout=300)
