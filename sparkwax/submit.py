@@ -5,7 +5,8 @@ package, sets ``SPARK_HOME`` to that package, ``PYSPARK_DRIVER_PYTHON`` and
 ``PYSPARK_PYTHON`` to this interpreter (``--python`` changes the executors'
 one), adds the sparkwax zip to ``--py-files`` when the master is not local,
 prints the exact command (to stderr) and runs it. Its exit code is
-spark-submit's.
+spark-submit's. Ctrl-C and SIGTERM stop the app between micro-batches
+(``run_stoppable``).
 
     sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] [-- SPARK-SUBMIT ARGS...]
 
@@ -22,9 +23,10 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import subprocess
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] "
          "[-- SPARK-SUBMIT ARGS...]")
@@ -53,7 +55,8 @@ def submit_command(parser: argparse.ArgumentParser):
     PYSPARK_PYTHON to this interpreter (--python changes the executors' one),
     adds the sparkwax zip to --py-files unless the master is local, prints the
     exact spark-submit command to stderr and runs it; the exit code is
-    spark-submit's. Arguments after APP.py that are not submit's own options
+    spark-submit's. Ctrl-C or SIGTERM asks the app to stop after the current
+    micro-batch (a second one stops it at once). Arguments after APP.py that are not submit's own options
     go to the app; --checkpoint DIR goes to the app as --checkpoint DIR (the
     convention for sparkwax apps); everything after -- goes to spark-submit
     (a --py-files there is merged with the sparkwax zip).
@@ -223,10 +226,68 @@ def run(args: argparse.Namespace) -> int:
     print(format_command(command, env), file=sys.stderr, flush=True)
     if own.dry_run or getattr(args, "dry_run", False):
         return 0
+    return run_stoppable(command, {**os.environ, **env})
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def run_stoppable(command: Sequence[str], env: Dict[str, str], *,
+                  say: Optional[Callable[[str], None]] = None) -> int:
+    """Run ``command`` (spark-submit) and return its exit code, turning this
+    process's Ctrl-C, SIGTERM and SIGHUP into a graceful stop of the app.
+
+    spark-submit runs in its own session, so a terminal's Ctrl-C reaches only
+    this process and is passed on exactly once. Its JVM starts with SIGINT
+    ignored (as pyspark's own launcher starts it), so the first signal, sent
+    on as SIGINT to the whole group, reaches the app's Python process only:
+    ``sw.start`` stops the queries after the current micro-batch. A second
+    signal sends SIGTERM (the app stops at once, the JVM runs its shutdown
+    hooks), a third SIGKILL. A child that died of a signal exits 128 + N.
+    """
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    received: List[int] = []
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in STOP_SIGNALS}
+    try:  # spark-submit inherits SIGINT ignored; the handlers below are not inherited
+        process = subprocess.Popen(list(command), env=env, start_new_session=True)
+    except BaseException:
+        _restore(previous)
+        raise
+
+    def forward(number, frame):
+        received.append(number)
+        name = signal.Signals(number).name
+        if process.poll() is not None:
+            return
+        if len(received) == 1:
+            say(f"sparkwax submit: {name}: asked the app to stop after the current "
+                f"micro-batch (again to stop at once)")
+            _signal_group(process.pid, signal.SIGINT)
+        elif len(received) == 2:
+            say(f"sparkwax submit: {name} again: stopping spark-submit now")
+            _signal_group(process.pid, signal.SIGTERM)
+        else:
+            _signal_group(process.pid, signal.SIGKILL)
+
     try:
-        return subprocess.run(command, env={**os.environ, **env}).returncode
-    except KeyboardInterrupt:
-        return 130
+        for number in STOP_SIGNALS:
+            signal.signal(number, forward)
+        code = process.wait()
+    finally:
+        _restore(previous)
+    return 128 - code if code < 0 else code
+
+
+def _signal_group(group: int, number: int) -> None:
+    try:
+        os.killpg(group, number)
+    except ProcessLookupError:  # the group has just gone
+        pass
+
+
+def _restore(handlers) -> None:
+    for number, handler in handlers.items():
+        signal.signal(number, handler)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -239,7 +300,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return run(parser.parse_args(list(argv) if argv is not None else None))
 
 
-__all__ = ["build_command", "configure", "format_command", "main", "run",
+__all__ = ["build_command", "configure", "format_command", "main", "run", "run_stoppable",
            "split_rest", "submit_command"]
 
 

@@ -24,11 +24,47 @@ from test_kill_recovery import APP, TIME, _batches_spark_ran, _commits, _make_in
 import random
 
 
-def _start(tmp: Path, trigger: str = "300 milliseconds") -> subprocess.Popen:
+def _start(tmp: Path, trigger: str = "300 milliseconds", *,
+           submit: bool = False) -> subprocess.Popen:
+    launcher = [sys.executable, "-m", "sparkwax.submit"] if submit else [sys.executable]
     return subprocess.Popen(
-        [sys.executable, str(APP), "--input", str(tmp / "in"), "--output", str(tmp / "out"),
+        [*launcher, str(APP), "--input", str(tmp / "in"), "--output", str(tmp / "out"),
          "--checkpoint", str(tmp / "ck"), "--trigger", trigger, "--progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True)
+
+
+def _stop(process, tmp: Path, how: str):
+    """Send the signal once two batches are committed; (stdout, stderr)."""
+    try:
+        _wait_for_commits(tmp, process, 2)
+        if how.startswith("SIGINT"):
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGTERM)
+        return process.communicate(timeout=120)
+    finally:
+        _kill(process)
+
+
+def _kill(process) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+
+
+def _resume_and_compare(spark, tmp: Path, files, *, submit: bool = False) -> None:
+    """Restart to the end of the input; the outputs are the offline runner's
+    for the batches Spark ran."""
+    process = _start(tmp, "available-now", submit=submit)
+    try:
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0 and "done" in out, err[-3000:]
+    finally:
+        _kill(process)
+    ran = _batches_spark_ran(tmp / "ck", files)
+    offline = run(Accumulator, ran, time=TIME)
+    outputs = Counter(tuple(r) for r in spark.read.parquet(str(tmp / "out")).collect())
+    assert outputs == Counter((key, *value) for key, value in offline.outputs)
 
 
 def _wait_for_commits(tmp: Path, process, count: int) -> None:
@@ -44,35 +80,30 @@ def _wait_for_commits(tmp: Path, process, count: int) -> None:
 def test_a_signal_stops_between_batches_and_a_restart_resumes(spark, tmp_path, how):
     files = _make_input(tmp_path / "in", random.Random(how))
     process = _start(tmp_path)
-    try:
-        _wait_for_commits(tmp_path, process, 2)
-        if how.startswith("SIGINT"):
-            os.killpg(process.pid, signal.SIGINT)
-        else:
-            process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=60)
+    out, err = _stop(process, tmp_path, how)
     name = how.split()[0]
     assert process.returncode == 0, err[-3000:]
     assert f"sparkwax: {name}: stopped query 'accumulate'" in err, err[-3000:]
     assert "Traceback" not in err and "SPARK_JOB_CANCELLED" not in err, err[-3000:]
     assert "done" in out
     assert "batch   0" in err  # progress lines
-    stopped_at = _commits(tmp_path / "ck")
-    assert stopped_at < len(files), "stopped before the input was consumed"
+    assert _commits(tmp_path / "ck") < len(files), "stopped before the input was consumed"
+    _resume_and_compare(spark, tmp_path, files)
 
-    process = _start(tmp_path, "available-now")  # resumes, and runs to the end
-    try:
-        out, err = process.communicate(timeout=600)
-        assert process.returncode == 0 and "done" in out, err[-3000:]
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=60)
-    ran = _batches_spark_ran(tmp_path / "ck", files)
-    offline = run(Accumulator, ran, time=TIME)
-    outputs = Counter(tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).collect())
-    assert outputs == Counter((key, *value) for key, value in offline.outputs)
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM to sparkwax submit"])
+def test_sparkwax_submit_passes_a_signal_on_as_a_graceful_stop(spark, tmp_path, how):
+    """spark-submit's JVM ignores the SIGINT that sparkwax submit sends on, so
+    the app stops between micro-batches and spark-submit exits 0."""
+    files = _make_input(tmp_path / "in", random.Random(how))
+    process = _start(tmp_path, submit=True)
+    out, err = _stop(process, tmp_path, how)
+    assert process.returncode == 0, (out + err)[-3000:]
+    both = out + err  # spark-submit writes the app's stderr to its stdout
+    assert err.count("sparkwax submit: SIGTERM: asked the app to stop") == 1, err[-3000:]
+    assert both.count("sparkwax: SIGINT: stopping after the current micro-batch") == 1, both
+    assert "sparkwax: SIGINT: stopped query 'accumulate'" in both, both[-3000:]
+    assert "Traceback" not in both and "SPARK_JOB_CANCELLED" not in both, both[-3000:]
+    assert _commits(tmp_path / "ck") < len(files), "stopped before the input was consumed"
+    _resume_and_compare(spark, tmp_path, files, submit=True)
