@@ -251,6 +251,12 @@ class Watermark:
             self.value_ms = candidate
         return self.value_ms
 
+    def advance_moved(self) -> bool:
+        """:meth:`advance`, and whether the watermark moved: Spark then runs a
+        no-data micro-batch so that event-time timers can fire."""
+        before = self.value_ms
+        return self.advance() > before
+
     def copy(self) -> "Watermark":
         twin = Watermark(self.delay_ms, len(self.maxima), self.value_ms)
         twin.maxima = list(self.maxima)

@@ -257,9 +257,8 @@ class Runner:
                 moment = event_time_of(key, value)
                 if moment is not None:
                     see(moment, side_of(key, value))
-        watermark = self.clock.advance()
-        if watermark > self.now_ms:
-            self.now_ms = watermark
+        if self.clock.advance_moved():
+            self.now_ms = self.clock.value_ms
             self._pending_tick = True
 
     def _flush_tick(self) -> None:
