@@ -243,12 +243,15 @@ def run_stoppable(command: Sequence[str], env: Dict[str, str], *,
     on as SIGINT to the whole group, reaches the app's Python process only:
     ``sw.start`` stops the queries after the current micro-batch. A second
     signal sends SIGTERM (the app stops at once, the JVM runs its shutdown
-    hooks), a third SIGKILL. A child that died of a signal exits 128 + N.
+    hooks), a third SIGKILL. An app that handles no signal itself ignores
+    the first (SIGINT stays ignored in it) and ends at the second. A child
+    that died of a signal exits 128 + N.
     """
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     received: List[int] = []
-    previous = {number: signal.signal(number, signal.SIG_IGN) for number in STOP_SIGNALS}
-    try:  # spark-submit inherits SIGINT ignored; the handlers below are not inherited
+    previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by spark-submit (only SIGINT)
+    try:
         process = subprocess.Popen(list(command), env=env, start_new_session=True)
     except BaseException:
         _restore(previous)
@@ -287,7 +290,8 @@ def _signal_group(group: int, number: int) -> None:
 
 def _restore(handlers) -> None:
     for number, handler in handlers.items():
-        signal.signal(number, handler)
+        if handler is not None:  # None: a handler set outside Python, left as it is
+            signal.signal(number, handler)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -19,7 +19,9 @@ CHILD = textwrap.dedent("""
     import os, signal, sys, time
     log, mode = open(sys.argv[1], "a", buffering=1), sys.argv[2]
     ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    log.write(f"start ignored={ignored} own_group={os.getpgrp() == os.getpid()}\\n")
+    term = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    log.write(f"start ignored={ignored} term_default={term} "
+              f"own_group={os.getpgrp() == os.getpid()}\\n")
 
     def on(number, frame):
         log.write(signal.Signals(number).name + "\\n")
@@ -29,8 +31,9 @@ CHILD = textwrap.dedent("""
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
 
-    signal.signal(signal.SIGINT, on)
-    signal.signal(signal.SIGTERM, on)
+    if mode != "no handlers":
+        signal.signal(signal.SIGINT, on)
+        signal.signal(signal.SIGTERM, on)
     log.write("ready\\n")
     while True:
         time.sleep(0.02)
@@ -73,7 +76,7 @@ def test_ctrl_c_reaches_the_child_once_as_sigint_and_its_exit_code_comes_back(tm
     err = _finish(launcher)
     assert launcher.returncode == 3
     assert log.read_text().splitlines() == [
-        "start ignored=True own_group=True", "ready", "SIGINT"]
+        "start ignored=True term_default=True own_group=True", "ready", "SIGINT"]
     said = [line for line in err.splitlines() if line.startswith("sparkwax submit")]
     assert said == ["sparkwax submit: SIGINT: asked the app to stop after the current "
                     "micro-batch (again to stop at once)"]
@@ -88,6 +91,16 @@ def test_a_second_signal_sends_sigterm_and_a_death_by_signal_exits_128_plus_n(tm
     assert log.read_text().splitlines()[2:] == ["SIGINT", "SIGTERM"]
     assert launcher.returncode == 128 + signal.SIGTERM
     assert "sparkwax submit: SIGTERM again: stopping spark-submit now" in err
+
+
+def test_an_app_without_handlers_ignores_the_first_signal_and_ends_at_the_second(tmp_path):
+    launcher, log = _launch(tmp_path, "no handlers")
+    launcher.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    assert launcher.poll() is None, "the JVM-style child ignores the first SIGINT"
+    launcher.send_signal(signal.SIGINT)
+    _finish(launcher)
+    assert launcher.returncode == 128 + signal.SIGTERM
 
 
 def test_a_third_signal_kills_the_whole_group(tmp_path):
