@@ -41,9 +41,8 @@ from .clock import Clock, _CURRENT
 from .errors import (NO_VALUE, BuilderError, CallbackError, ConfigError, InputError,
                      LogicError, LostStateWarning, NotifyAtError, ReturnValueError)
 from .metrics import StepMetrics
-from .timers import (EventTime, ProcessingTime, from_epoch_ms, armed_timeout, is_due,
-                     require_aware, timer_ms, to_epoch_us)
-from .timers import Watermark
+from .timers import (EventTime, ProcessingTime, Watermark, armed_timeout, from_epoch_ms,
+                     is_due, require_aware, timer_ms, to_epoch_us)
 
 
 class Activation(NamedTuple):
@@ -185,7 +184,7 @@ class Driver:
         kept it; a rebuilt logic that disagrees gets a LostStateWarning."""
         started = perf_counter_ns()
         self.check_key(key, values)
-        token = _CURRENT.set(None if now_ms is None else Clock(now_ms, self.time.kind))
+        token = _CURRENT.set(self._clock_at(now_ms))
         try:
             logic = self._restore(key, stored) if stored is not None else None
             if logic is not None and committed_timer is not NO_VALUE:
@@ -217,7 +216,7 @@ class Driver:
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
-        token = _CURRENT.set(None if now_ms is None else Clock(now_ms, self.time.kind))
+        token = _CURRENT.set(self._clock_at(now_ms))
         try:
             if logic is None and stored is not None:
                 logic = self._restore(key, stored)
@@ -258,6 +257,11 @@ class Driver:
         return act._replace(created=int(has and not had_state),
                             discarded=int(had_state and not has),
                             callback_us=(perf_counter_ns() - started) // 1000)
+
+    def _clock_at(self, now_ms: Optional[int]) -> Optional[Clock]:
+        """The clock an activation at ``now_ms`` runs at (set and reset around
+        it with a token: ``clock.running_at`` costs a generator per key)."""
+        return None if now_ms is None else Clock(now_ms, self.time.kind)
 
     def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
         if timer is None or now_ms is None:
@@ -419,7 +423,7 @@ class Driver:
         logic, late, fired, position, n = None, 0, 0, 0, len(values)
         while position < n:
             watermark = clock.advance()
-            _CURRENT.set(Clock(watermark, self.time.kind))
+            _CURRENT.set(self._clock_at(watermark))
             if logic is not None and is_due(self._next_timer(key, logic), watermark):
                 fired += 1
                 if self._call(key, logic, "on_notify", emits):
@@ -435,7 +439,7 @@ class Driver:
                     clock.see(event_times[index], sides[index])
             position = end
         watermark = clock.advance()
-        _CURRENT.set(Clock(watermark, self.time.kind))
+        _CURRENT.set(self._clock_at(watermark))
         logic, more, _, more_fired, _ = self._run(key, logic, (), watermark, True, None)
         emits.extend(more)
         return self._commit(key, logic, emits, late, None, n, fired + more_fired)

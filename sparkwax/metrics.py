@@ -15,7 +15,9 @@ the offline runner puts them on ``RunResult.metrics`` (the whole run) and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional
+
+from .errors import ConfigError
 
 PREFIX = "sparkwax:"
 INPUT_SUFFIX = "#in"  # the rows entering a step, counted before Spark's stateful operator
@@ -63,7 +65,7 @@ class StepMetrics:
     def from_mapping(cls, row: Any) -> "StepMetrics":
         """From a mapping of the fields, or a Spark ``Row`` of them (what
         ``StreamingQueryProgress.observedMetrics`` holds)."""
-        fields = row.asDict() if hasattr(row, "asDict") else row
+        fields = _as_mapping(row)
         return cls(**{name: int(fields.get(name) or 0) for name in FIELDS})
 
     @classmethod
@@ -98,11 +100,39 @@ def steps_in(progress: Mapping[str, Any], spark_drops: bool = True
     for step_id, metrics in steps.items() if spark_drops else ():
         counted = observed.get(PREFIX + step_id + INPUT_SUFFIX)
         if counted is not None:
-            rows = (counted.asDict() if hasattr(counted, "asDict") else counted).get("rows")
+            rows = _as_mapping(counted).get("rows")
             dropped = max(int(rows or 0) - metrics.rows_in, 0)
             metrics.rows_in += dropped
             metrics.rows_late += dropped
     return steps
 
 
-__all__ = ["FIELDS", "INPUT_SUFFIX", "PREFIX", "StepMetrics", "steps_in"]
+def by_batch(progresses: Iterable[Mapping[str, Any]], step_id: Optional[str] = None
+             ) -> Dict[int, StepMetrics]:
+    """A step's metrics per micro-batch id, from a query's progress reports
+    (``query.recentProgress``; an idle report repeats a batch id without
+    metrics). ``step_id`` None: the query's only sparkwax step.
+
+    >>> reports = [{"batchId": 0, "observedMetrics": {"sparkwax:s": {"emits": 2}}},
+    ...            {"batchId": 0}, {"batchId": 1, "observedMetrics": {"sparkwax:s": {}}}]
+    >>> {number: m.emits for number, m in by_batch(reports, "s").items()}
+    {0: 2, 1: 0}
+    """
+    found: Dict[int, StepMetrics] = {}
+    for progress in progresses:
+        steps = steps_in(progress)
+        if step_id is None and len(steps) > 1:
+            raise ConfigError(f"expected one sparkwax step in the query, found {list(steps)}")
+        metrics = steps.get(step_id) if step_id is not None else next(iter(steps.values()),
+                                                                          None)
+        if metrics is not None:
+            found[int(progress["batchId"])] = metrics
+    return found
+
+
+def _as_mapping(row: Any) -> Mapping[str, Any]:
+    """An observed-metrics entry: a Spark ``Row`` (classic sessions) or a mapping."""
+    return row.asDict() if hasattr(row, "asDict") else row
+
+
+__all__ = ["FIELDS", "INPUT_SUFFIX", "PREFIX", "StepMetrics", "by_batch", "steps_in"]

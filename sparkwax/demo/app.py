@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from ..errors import ConfigError, SparkwaxError
-from ..metrics import StepMetrics
+from ..metrics import StepMetrics, by_batch
 from ..paths import join_path, scheme_of
 from ..timers import EPOCH, EventTime, duration_ms
 from . import clickstream
@@ -331,15 +331,12 @@ def _raise_failed(queries) -> None:
 
 def _stats(name: str, query) -> QueryStats:
     stats = QueryStats(name)
-    by_batch: Dict[int, StepMetrics] = {}
-    for progress in query.recentProgress:
+    progresses = query.recentProgress
+    for progress in progresses:
         stats.batches += 1
         stats.rows += int(progress.get("numInputRows") or 0)
         stats.busy_ms += int((progress.get("durationMs") or {}).get("triggerExecution") or 0)
-        found = StepMetrics.from_progress(progress, name)
-        if found is not None:
-            by_batch[int(progress["batchId"])] = found
-    stats.metrics = sum(by_batch.values(), StepMetrics())
+    stats.metrics = sum(by_batch(progresses, name).values(), StepMetrics())
     last = query.lastProgress
     if last:
         stats.state_rows = sum(int(op.get("numRowsTotal") or 0)

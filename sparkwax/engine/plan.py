@@ -141,12 +141,11 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
             projected = projected.withWatermark(time.column, time.spark_delay)
         timeout = _timeout(builder, driver, time, step_id)
         function = PackedHost(driver, layout, outputs, timeout, keys, buckets)
-        result = _input_counted(projected, step_id).select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandasWithState(
-            _as_function(function, spark), outputStructType=_with_metrics(out_schema),
-            stateStructType=PACKED_STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
-        state = f"packed/1 buckets={buckets}{state_format}"
-        return _describe(_observed(result, step_id), _step_description(
-            step_id, keys, fields, schema, time, timeout, state))
+        grouped = _input_counted(projected, step_id).select("*", bucket).groupBy(BUCKET_COLUMN)
+        return _streaming_step(grouped, _as_function(function, spark), out_schema,
+                               PACKED_STATE_SCHEMA, timeout, step_id, _step_description(
+                                   step_id, keys, fields, schema, time, timeout,
+                                   f"packed/1 buckets={buckets}{state_format}"))
     if not df.isStreaming:
         function = BoundedHost(driver, layout, outputs, single, input_sides)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
@@ -155,15 +154,23 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = _timeout(builder, driver, time, step_id)
     function = StreamingHost(driver, layout, outputs, timeout, single)
-    result = _input_counted(projected, step_id).groupBy(*grouped_on).applyInPandasWithState(
-        _as_function(function, spark), outputStructType=_with_metrics(out_schema),
-        stateStructType=STATE_SCHEMA, outputMode="append", timeoutConf=timeout)
-    return _describe(_observed(result, step_id), _step_description(
-        step_id, keys, fields, schema, time, timeout, f"per_key/1{state_format}"))
+    grouped = _input_counted(projected, step_id).groupBy(*grouped_on)
+    return _streaming_step(grouped, _as_function(function, spark), out_schema, STATE_SCHEMA,
+                           timeout, step_id, _step_description(
+                               step_id, keys, fields, schema, time, timeout,
+                               f"per_key/1{state_format}"))
 
 
-def _with_metrics(schema: T.StructType) -> T.StructType:
-    return T.StructType(list(schema.fields) + [T.StructField(METRICS_COLUMN, metrics_type())])
+def _streaming_step(grouped, function, out_schema: T.StructType, state_schema, timeout: str,
+                    step_id: str, description: dict) -> DataFrame:
+    """``applyInPandasWithState`` of a host (per key or packed): its output
+    carries the metrics column, which ``_observed`` turns into Spark's progress."""
+    with_metrics = T.StructType(list(out_schema.fields)
+                                + [T.StructField(METRICS_COLUMN, metrics_type())])
+    result = grouped.applyInPandasWithState(
+        function, outputStructType=with_metrics, stateStructType=state_schema,
+        outputMode="append", timeoutConf=timeout)
+    return _describe(_observed(result, step_id), description)
 
 
 def _input_counted(projected: DataFrame, step_id: str) -> DataFrame:

@@ -12,6 +12,9 @@ sides' rows (``sparkwax.engine.connecting`` builds it); a thin wrapper turns
 a row back into ``(side, value)`` before the logic sees it. All sides must
 be streaming, or all bounded.
 
+>>> class Echo(StatefulLogic):
+...     def on_item(self, value): return [value], False
+...     def snapshot(self): return None
 >>> wrapped = TaggedBuilder(lambda resume: Echo(), (("left", (("x", "__sw0_x"),)),))
 >>> wrapped(None).on_item({SIDE_COLUMN: 0, "__sw0_x": 5})
 ([Tagged('left', {'x': 5})], False)
@@ -29,16 +32,6 @@ from .tagged import Tagged, side_names
 SIDE_COLUMN = "__sw_side"   # the union's side number (sparkwax.engine.connecting)
 
 Layout = Tuple[Tuple[str, Tuple[Tuple[str, str], ...]], ...]
-
-
-class Echo(StatefulLogic):
-    """Emits each item as it is (the doctest's logic)."""
-
-    def on_item(self, value):
-        return [value], False
-
-    def snapshot(self):
-        return None
 
 
 class TaggedLogic(StatefulLogic):

@@ -24,9 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .._driver import Activation, Driver, sorted_keys
 from ..errors import ConfigError, InputError
 from ..metrics import StepMetrics
-from ..timers import (EventTime, ProcessingTime, from_epoch_ms, timeout_fired,
-                      require_aware, to_epoch_ms)
-from ..timers import Watermark
+from ..timers import (EventTime, ProcessingTime, Watermark, from_epoch_ms, require_aware,
+                      timeout_fired, to_epoch_ms)
 from .script import Batch, Crash, Eof, Step, Tick
 from .sides import InputSides
 

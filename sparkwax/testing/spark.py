@@ -5,8 +5,9 @@ package). Each ``Batch`` becomes one JSON file (modification times
 increasing, read with ``maxFilesPerTrigger=1``, so one file is one
 micro-batch); ``Crash`` stops the query and starts a new one on the same
 checkpoint. The result's ``metrics`` and ``batch_metrics`` are the step's
-counts from Spark's progress reports (``observedMetrics``). Every micro-batch's outputs are appended, with their batch id and
-position, to a Parquet folder through ``foreachBatch``, so the harness works
+counts from Spark's progress reports (``observedMetrics``). Every
+micro-batch's outputs are appended, with their batch id and position, to a
+Parquet folder through ``foreachBatch``, so the harness works
 the same on a classic session and over Spark Connect (where ``foreachBatch``
 runs on the server). This is what the differential tests compare with the
 offline runner, per key.
@@ -31,7 +32,7 @@ from typing import Any, Callable, Dict, Optional
 from ..engine.plan import stateful, stateful_batch
 from ..engine.storage import join_path
 from ..errors import ConfigError
-from ..metrics import StepMetrics, steps_in
+from ..metrics import StepMetrics, by_batch
 from .runner import RunResult
 from .script import Batch, Crash, Eof, Tick
 
@@ -81,32 +82,19 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
                 files += 1
             elif isinstance(step, Crash):
                 query.processAllAvailable()
-                batches.update(_batch_metrics(query))
+                batches.update(by_batch(query.recentProgress))
                 query.stop()
                 query = start()
             elif isinstance(step, (Tick, Eof)):
                 continue  # Spark runs no-data batches itself; Eof needs finish()
         query.processAllAvailable()
-        batches.update(_batch_metrics(query))
+        batches.update(by_batch(query.recentProgress))
     finally:
         query.stop()
     result = _collected(spark, sink)
     result.batch_metrics = [batches[number] for number in sorted(batches)]
     result.metrics = sum(result.batch_metrics, StepMetrics())
     return result
-
-
-def _batch_metrics(query) -> Dict[int, StepMetrics]:
-    """The step's metrics per micro-batch id, from the query's progress
-    reports (idle reports repeat a batch id without metrics)."""
-    found: Dict[int, StepMetrics] = {}
-    for progress in query.recentProgress:
-        steps = steps_in(progress)
-        if len(steps) > 1:
-            raise ConfigError(f"expected one sparkwax step in the query, found {list(steps)}")
-        for metrics in steps.values():
-            found[int(progress["batchId"])] = metrics
-    return found
 
 
 def _appender(sink: str):
