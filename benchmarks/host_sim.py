@@ -47,6 +47,7 @@ from pyspark.sql.conversion import ArrowBatchTransformer, PandasToArrowConversio
 from pyspark.sql.streaming.state import GroupState  # noqa: E402
 
 from sparkwax._driver import Driver  # noqa: E402
+from sparkwax.step import Step  # noqa: E402
 from sparkwax.engine.columns import INTEGER, InputLayout  # noqa: E402
 from sparkwax.engine.host import NO_TIMEOUT, StreamingHost  # noqa: E402
 from sparkwax.engine.outputs import METRICS_COLUMN, OutputBuilder, metrics_type  # noqa: E402
@@ -69,7 +70,7 @@ def idle(key, pdfs, state):
 
 
 def sparkwax_host(batch: bool, metrics: bool = False):
-    driver = Driver(BatchCounter if batch else Count, step_id="bench", batch=batch)
+    driver = Driver(Step.of(BatchCounter if batch else Count, step_id="bench", batch=batch))
     layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
                          order_by=(), event_column=None)
     outputs = OutputBuilder(["key"], T.StructType([T.StructField("count", T.LongType())]),

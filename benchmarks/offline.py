@@ -64,7 +64,7 @@ def run_runner(chunks, restore: str, builder=Counter):
     runner = Runner(builder, restore=restore)
     for chunk in chunks:
         runner.batch(chunk)
-    return runner.finish()
+    return runner.process_all_available()
 
 
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}

@@ -4,8 +4,9 @@
 >>> sw.RETAIN, sw.DISCARD
 (False, True)
 
-The Spark entry points (``stateful``, ``stateful_batch``, ``local_session``,
-``start``, ``finish``) import pyspark on first use, so ``import sparkwax`` works
+The Spark entry points (``stateful``, ``stateful_batch``, ``connect``, ``join``,
+``value_fields``, ``value_struct``, ``local_session``, ``start``, ``finish``)
+import pyspark on first use, so ``import sparkwax`` works
 without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 """
 
@@ -15,11 +16,13 @@ from .errors import (BuilderError, CallbackError, ConfigError, InputError, Logic
 from .clock import Clock, current_clock, now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from .progress import follow
+from .step import Step
 from .timers import EventTime, ProcessingTime
 
 __version__ = "0.1.0"
 
 _ENGINE_NAMES = ("finish", "local_session", "start", "stateful", "stateful_batch")
+_FRAME_NAMES = ("connect", "join", "value_fields", "value_struct")
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
@@ -27,28 +30,30 @@ if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time
     # __getattr__ below imports them (and pyspark) on first use.
     from .engine import (finish as finish, local_session as local_session, start as start,
                          stateful as stateful, stateful_batch as stateful_batch)
+    from .frames import (connect as connect, join as join, value_fields as value_fields,
+                         value_struct as value_struct)
 
 __all__ = [  # a list display (sorted below) so that type checkers read it
     "Builder", "BuilderError", "CallbackError", "Clock", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", "current_clock", "follow", "now", *_ENGINE_NAMES,
+    "StatefulLogic", "Step", "current_clock", "follow", "now", *_ENGINE_NAMES, *_FRAME_NAMES,
 ]
 __all__.sort()
 
 
 def __getattr__(name):
-    if name in _ENGINE_NAMES:
+    if name in _ENGINE_NAMES or name in _FRAME_NAMES:
         try:
-            from . import engine
+            from . import engine, frames
         except ImportError as error:  # no pyspark: fail where the function is used
             return _needs_pyspark(name, error)
-        return getattr(engine, name)
+        return getattr(engine if name in _ENGINE_NAMES else frames, name)
     raise AttributeError(f"module 'sparkwax' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), *_ENGINE_NAMES})
+    return sorted({*globals(), *_ENGINE_NAMES, *_FRAME_NAMES})
 
 
 def _needs_pyspark(name: str, error: ImportError):

@@ -1,9 +1,10 @@
 """THE semantics: one activation of one key (DESIGN.md section 3).
 
 Every host (the Spark per-key and packed hosts, their bounded forms, the
-offline runner in both restore modes, ``finish``) hands this module a key's
-stored state, its rows and the host's clocks, and adds no semantics of its
-own. The module is long on purpose: the whole contract is in one file. An
+offline runner in both restore modes, ``finish``) builds a driver from the
+step's ``sparkwax.step.Step`` and hands it a key's stored state, its rows and
+the host's clocks, and adds no semantics of its own. The driver applies the
+step's ``ttl``, state limit and sides itself (no host wraps a builder). The module is long on purpose: the whole contract is in one file. An
 activation is:
 
 0. clock and order: ``now`` is the watermark in EventTime mode, else the
@@ -21,8 +22,9 @@ activation is:
    discarded -> no state;
 6. the emits, in order, and the activation's counts (``sparkwax.metrics``).
 
+>>> from sparkwax.step import Step
 >>> from sparkwax.testing.reference import Counter
->>> driver = Driver(Counter, step_id="count")
+>>> driver = Driver(Step.of(Counter, step_id="count"))
 >>> first = driver.activate("k", None, ["a", "b"], now_ms=0)
 >>> first.emits, first.snapshot, first.created
 ([1, 2], 2, 1)
@@ -38,11 +40,15 @@ from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import recovery
 from .clock import Clock, _CURRENT
-from .errors import (NO_VALUE, BuilderError, CallbackError, ConfigError, InputError,
-                     LogicError, LostStateWarning, NotifyAtError, ReturnValueError)
+from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicError,
+                     LostStateWarning, NotifyAtError, ReturnValueError)
+from .expiry import TtlLogic
+from .limits import Limited
 from .metrics import StepMetrics
-from .timers import (EventTime, ProcessingTime, Watermark, armed_timeout, from_epoch_ms,
-                     is_due, require_aware, timer_ms, to_epoch_us)
+from .sides import untagged_side
+from .step import Step
+from .timers import (EventTime, Watermark, from_epoch_ms, is_due, require_aware, timer_ms,
+                     to_epoch_us)
 
 
 class Activation(NamedTuple):
@@ -72,28 +78,31 @@ Columns = Optional[Sequence[Sequence[Any]]]
 
 
 class Driver:
-    """The activation rules for one step.
+    """The activation rules for one step (a ``sparkwax.step.Step``).
 
-    ``builder(resume_state_or_None)`` makes a key's logic; ``batch=True`` for
-    ``StatefulBatchLogic`` (``on_batch`` instead of ``on_item``); ``time`` the
-    step's time mode; ``order_by`` field names (or, offline, a callable).
-    Hosts give each activation its rows' ``event_times`` (epoch µs, None for
-    a null; EventTime mode only) and ``order`` (the ``order_by`` columns,
-    one sequence per column) as they read them; the offline host reads both
-    from the values with ``read_columns``.
+    The step says which builder makes a key's logic (wrapped for its ``ttl``
+    and ``max_state_bytes``), ``batch`` for ``StatefulBatchLogic``
+    (``on_batch`` instead of ``on_item``), its time mode, ``order_by`` and
+    sides. Hosts give each activation its rows' ``event_times`` (epoch µs,
+    None for a null; EventTime mode only) and ``order`` (the ``order_by``
+    columns, one sequence per column) as they read them; the offline host
+    reads both from the values with ``read_columns``.
     """
 
-    def __init__(self, builder: Callable[[Any], Any], *, step_id: str = "stateful",
-                 batch: bool = False, time=None, order_by=None):
-        if not callable(builder):
-            raise BuilderError(step_id, None, "builder", builder, "builder is not callable")
-        self.builder = builder
-        self.step_id = step_id
-        self.batch = batch
-        self.time = time if time is not None else ProcessingTime()
-        self.event_column = self.time.column if isinstance(self.time, EventTime) else None
-        self.order_by = _order_fields(order_by, step_id)
-        self._entry = "on_batch" if batch else "on_item"
+    def __init__(self, step: Step):
+        if not isinstance(step, Step):
+            raise TypeError(f"Driver needs a sparkwax.step.Step, got {step!r}")
+        self.step = step
+        self.step_id = step.step_id
+        self.batch = step.batch
+        self.time = step.time
+        self.builder = step.logic_builder()
+        self.event_column = step.time.column if isinstance(step.time, EventTime) else None
+        self.order_by = step.order_by
+        self.sides = step.sides
+        sides = step.sides
+        self._tag = sides.tagged if sides is not None and sides.layout is not None else None
+        self._entry = "on_batch" if step.batch else "on_item"
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
 
     # -- the clock and the rows ---------------------------------------------------
@@ -101,12 +110,24 @@ class Driver:
     @property
     def uses_watermark(self) -> bool:
         """Whether ``now`` is the watermark (EventTime) or the processing time."""
-        return self.event_column is not None
+        return self.time.uses_watermark
 
     def now_ms(self, watermark_ms: Callable[[], int], processing_ms: Callable[[], int]) -> int:
         """The activation clock from the host's two clocks (asked lazily: a
         Spark query without a watermark has none to ask)."""
-        return watermark_ms() if self.uses_watermark else processing_ms()
+        return self.time.now_ms(watermark_ms, processing_ms)
+
+    @property
+    def side_count(self) -> int:
+        """How many inputs (each with its own watermark) the step has."""
+        return 1 if self.sides is None else len(self.sides)
+
+    def side_of(self, key, value) -> int:
+        """The input a value comes from (0 for a step with one input)."""
+        if self.sides is None:
+            untagged_side(self.step_id, value)
+            return 0
+        return self.sides.index_of(self.step_id, key, value)
 
     def read_columns(self, key, values: Sequence) -> Tuple[Optional[List[Optional[int]]],
                                                            Columns]:
@@ -266,7 +287,7 @@ class Driver:
     def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
         if timer is None or now_ms is None:
             return None
-        return armed_timeout(self.time.kind, timer, now_ms)
+        return self.time.armed_timeout(timer, now_ms)
 
     def _restore(self, key, stored: bytes):
         """``builder(decode(stored))``, with errors naming the step and key."""
@@ -280,7 +301,9 @@ class Driver:
         rebuilt = self._next_timer(key, logic)
         if rebuilt == committed or self.lost_state:
             return
-        inner = getattr(logic, "inner", logic)  # connect's wrapper: name the user's class
+        inner = logic
+        while isinstance(inner, (TtlLogic, Limited)):  # the step's wrappers: name the user's
+            inner = inner.inner
         shown = [None if ms is None else from_epoch_ms(ms).isoformat()
                  for ms in (committed, rebuilt)]
         message = (f"step {self.step_id!r}: {type(inner).__qualname__} rebuilt from its "
@@ -305,9 +328,13 @@ class Driver:
         return logic
 
     def _run(self, key, logic, values: Sequence, now_ms: Optional[int], eof: bool,
-             event_times: Optional[Sequence[Optional[int]]], fire_timer: bool = True):
+             event_times: Optional[Sequence[Optional[int]]], fire_timer: bool = True,
+             commit_before_eof: bool = False):
         """Steps 2-4 on a live (or absent) logic; returns
-        ``(logic_or_None, emits, late_count, timers_fired, touched)``."""
+        ``(logic_or_None, emits, late_count, timers_fired, touched)``.
+        ``commit_before_eof`` (bounded input): snapshot a live logic before
+        ``on_eof`` as the stream's last commit would, so a snapshot that
+        cannot be stored fails in bounded mode too."""
         emits: List[Any] = []
         touched = False
         fired = 0
@@ -321,6 +348,8 @@ class Driver:
             values, late = self._drop_late(values, event_times, now_ms * 1000)
         if len(values):
             touched = True
+            if self._tag is not None:  # Spark's union of a connected step's sides
+                values = [self._tag(row) for row in values]
             if self.batch:
                 if logic is None:
                     logic = self._build(key, None)
@@ -330,6 +359,8 @@ class Driver:
                 logic = self._items(key, logic, values, emits)
         if eof and logic is not None:
             touched = True
+            if commit_before_eof:
+                recovery.encode(self.snapshot(key, logic), step_id=self.step_id, key=key)
             if self._call(key, logic, "on_eof", emits):
                 logic = None
         return logic, emits, late, fired, touched
@@ -381,17 +412,20 @@ class Driver:
 
     def activate_bounded(self, key, values: Sequence, *,
                          event_times: Optional[Sequence[Optional[int]]] = None,
-                         order: Columns = None, sides: Optional[Sequence[int]] = None,
-                         side_count: int = 1) -> Activation:
+                         order: Columns = None) -> Activation:
         """A key of a bounded (batch) input, as if each item were its own
         micro-batch: in EventTime mode the key's watermark (max event time so
-        far minus the step's delay; with ``sides``, the input index of each
-        item, the smallest of the ``side_count`` inputs' watermarks, see
-        ``sparkwax.timers``) advances item by item, due timers fire before
-        the next item and late items are dropped; then ``on_eof``.
-        Without event times no timer fires before ``on_eof``."""
+        far minus the step's delay; for a step with sides, the smallest of
+        its inputs' watermarks, see ``sparkwax.timers``) advances item by
+        item, due timers fire before the next item and late items are
+        dropped; then ``on_eof``. Without event times no timer fires before
+        ``on_eof``. A logic live before ``on_eof`` is snapshotted once, as a
+        stream would commit it."""
         started = perf_counter_ns()
         self.check_key(key, values)
+        sides = None
+        if event_times is not None:
+            sides = [self.side_of(key, value) for value in values]
         if sides is not None:
             values, event_times, sides = self._arrange_sides(key, values, event_times, order,
                                                              sides)
@@ -400,10 +434,11 @@ class Driver:
         token = _CURRENT.set(None)
         try:
             if event_times is None:
-                logic, emits, late, fired, _ = self._run(key, None, values, None, True, None)
+                logic, emits, late, fired, _ = self._run(key, None, values, None, True, None,
+                                                         commit_before_eof=True)
                 act = self._commit(key, logic, emits, late, None, len(values), fired)
             else:
-                act = self._bounded_events(key, values, event_times, sides, side_count)
+                act = self._bounded_events(key, values, event_times, sides)
         finally:
             _CURRENT.reset(token)
         return self._counted(act, False, started)
@@ -413,12 +448,10 @@ class Driver:
         arranged, times = self._arrange(key, tagged, event_times, order)
         return [v for v, _ in arranged], times, [s for _, s in arranged]
 
-    def _bounded_events(self, key, values, event_times, sides, side_count) -> Activation:
+    def _bounded_events(self, key, values, event_times, sides) -> Activation:
         if sides is None:
-            sides = _ONE_INPUT * len(values) if side_count == 1 else None
-        if sides is None or len(sides) != len(values):
-            raise ValueError(f"{len(values)} values need one side index each")
-        clock = Watermark(getattr(self.time, "delay_ms", 0), side_count)
+            sides = _ONE_INPUT * len(values)
+        clock = Watermark(self.time.delay_ms, self.side_count)
         emits: List[Any] = []
         logic, late, fired, position, n = None, 0, 0, 0, len(values)
         while position < n:
@@ -440,7 +473,8 @@ class Driver:
             position = end
         watermark = clock.advance()
         _CURRENT.set(self._clock_at(watermark))
-        logic, more, _, more_fired, _ = self._run(key, logic, (), watermark, True, None)
+        logic, more, _, more_fired, _ = self._run(key, logic, (), watermark, True, None,
+                                                  commit_before_eof=True)
         emits.extend(more)
         return self._commit(key, logic, emits, late, None, n, fired + more_fired)
 
@@ -536,18 +570,6 @@ class _LazySnapshot:
 
 
 _Lazy = _LazySnapshot()
-
-
-def _order_fields(order_by, step_id: str):
-    """``order_by`` as a tuple of field names, a callable, or () for none."""
-    if order_by is None:
-        return ()
-    if callable(order_by):
-        return order_by
-    names = (order_by,) if isinstance(order_by, str) else tuple(order_by)
-    if not names or not all(isinstance(n, str) for n in names):
-        raise ConfigError(f"step {step_id!r}: order_by must name fields, got {order_by!r}")
-    return names
 
 
 def _field(value, name: str, default=None):

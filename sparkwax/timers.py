@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import List, Optional, Tuple, Union
+from typing import Callable, ClassVar, List, Optional, Tuple, Union
 
 from .errors import ConfigError
 
@@ -28,20 +28,59 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
 
 
+class _TimeMode:
+    """What both time modes answer: which clock ``now`` is, how a host arms
+    the timeout that wakes a key at its next timer, and Spark's names."""
+
+    kind: ClassVar[str]
+    uses_watermark: ClassVar[bool]
+    spark_timeout: ClassVar[str]       # GroupStateTimeout for steps with timers
+
+    @property
+    def delay_ms(self) -> int:
+        return 0
+
+    def now_ms(self, watermark_ms: Callable[[], int], processing_ms: Callable[[], int]) -> int:
+        """The activation clock from a host's two clocks (asked lazily: a
+        Spark query without a watermark has none to ask)."""
+        return watermark_ms() if self.uses_watermark else processing_ms()
+
+    def armed_timeout(self, timer: int, now_ms: int) -> int:
+        """The absolute timeout (epoch ms) a host arms for a key's next timer."""
+        raise NotImplementedError
+
+    def group_state_timeout(self, armed: int, now_ms: int) -> Tuple[str, int]:
+        """How to arm ``armed`` on Spark's ``GroupState`` at ``now_ms``:
+        ``("timestamp", ms)`` or ``("duration", ms)``."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class ProcessingTime:
+class ProcessingTime(_TimeMode):
     """``now`` is the micro-batch's processing time (wall clock on Spark).
 
     On Spark this maps to ``GroupStateTimeout.ProcessingTimeTimeout``; start
     the query with a processing-time trigger, or no-data batches run back to
     back.
+
+    >>> mode = ProcessingTime()
+    >>> mode.armed_timeout(5_000, now_ms=1_000), mode.group_state_timeout(4_999, 1_000)
+    (4999, ('duration', 3999))
     """
 
-    kind = "processing"
+    kind: ClassVar[str] = "processing"
+    uses_watermark: ClassVar[bool] = False
+    spark_timeout: ClassVar[str] = "ProcessingTimeTimeout"
+
+    def armed_timeout(self, timer: int, now_ms: int) -> int:
+        return now_ms + processing_timeout_duration_ms(timer, now_ms)
+
+    def group_state_timeout(self, armed: int, now_ms: int) -> Tuple[str, int]:
+        return "duration", max(armed - now_ms, 1)  # Spark refuses durations <= 0
 
 
 @dataclass(frozen=True)
-class EventTime:
+class EventTime(_TimeMode):
     """``now`` is the watermark: max event time seen in earlier batches minus
     ``watermark`` (a Spark interval string such as ``"10 minutes"``, or a
     ``timedelta``). Rows at or behind the watermark are late and dropped.
@@ -50,24 +89,41 @@ class EventTime:
     ``value[column]`` for a mapping, else the attribute (a dataclass event).
     Offline only, ``column`` may also be a callable ``value -> aware
     datetime`` (Bytewax's ``ts_getter``); on Spark it must be a name.
+
+    >>> mode = EventTime("ts")
+    >>> mode.armed_timeout(5_000, now_ms=1_000), mode.group_state_timeout(4_999, 1_000)
+    (4999, ('timestamp', 4999))
     """
 
     column: str
     watermark: Union[str, timedelta] = "0 seconds"
-    delay_ms: int = field(init=False, repr=False, compare=False)
+    delay: int = field(init=False, repr=False, compare=False)
 
-    kind = "event"
+    kind: ClassVar[str] = "event"
+    uses_watermark: ClassVar[bool] = True
+    spark_timeout: ClassVar[str] = "EventTimeTimeout"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not callable(self.column) and (not isinstance(self.column, str) or not self.column):
             raise ConfigError(f"EventTime needs a column name (or, offline, a callable), "
                               f"got {self.column!r}")
-        object.__setattr__(self, "delay_ms", duration_ms(self.watermark))
+        object.__setattr__(self, "delay", duration_ms(self.watermark))
+
+    @property
+    def delay_ms(self) -> int:
+        """The watermark delay in ms."""
+        return self.delay
 
     @property
     def spark_delay(self) -> str:
         """The delay as an interval string for ``DataFrame.withWatermark``."""
         return f"{self.delay_ms} milliseconds"
+
+    def armed_timeout(self, timer: int, now_ms: int) -> int:
+        return event_timeout_ms(timer, now_ms)
+
+    def group_state_timeout(self, armed: int, now_ms: int) -> Tuple[str, int]:
+        return "timestamp", max(armed, now_ms, 1)  # Spark refuses timestamps behind it
 
 
 TimeMode = Union[ProcessingTime, EventTime]
@@ -153,13 +209,6 @@ def event_timeout_ms(timer: int, now_ms: int) -> int:
     return max(timer - 1, now_ms, 1)  # Spark also refuses timestamps <= 0
 
 
-def armed_timeout(kind: str, timer: int, now_ms: int) -> int:
-    """The absolute timeout a host arms, per time mode ("event"/"processing")."""
-    if kind == "processing":
-        return now_ms + processing_timeout_duration_ms(timer, now_ms)
-    return event_timeout_ms(timer, now_ms)
-
-
 def processing_timeout_duration_ms(timer: int, now_ms: int) -> int:
     """``setTimeoutDuration`` argument for ProcessingTimeTimeout (must be > 0)."""
     return max(timer - 1 - now_ms, 1)
@@ -169,22 +218,6 @@ def timeout_fired(timeout, now_ms: int):
     """Spark's rule for waking a key without data: ``timeout < now``. Works
     element-wise on a numpy array of timeouts too (a packed bucket's keys)."""
     return timeout is not None and timeout < now_ms
-
-
-def group_state_timeout(kind: str, armed: int, now_ms: int) -> Tuple[str, int]:
-    """How a host arms the timeout ``armed`` (see ``armed_timeout``) on
-    Spark's ``GroupState`` at ``now_ms``: ``("timestamp", ms)`` for
-    EventTimeTimeout, ``("duration", ms)`` for ProcessingTimeTimeout (Spark
-    refuses timestamps behind the watermark and durations <= 0).
-
-    >>> group_state_timeout("event", armed_timeout("event", 5_000, 1_000), 1_000)
-    ('timestamp', 4999)
-    >>> group_state_timeout("processing", armed_timeout("processing", 5_000, 1_000), 1_000)
-    ('duration', 3999)
-    """
-    if kind == "processing":
-        return "duration", max(armed - now_ms, 1)
-    return "timestamp", max(armed, now_ms, 1)
 
 
 def require_aware(moment: object) -> datetime:
@@ -269,8 +302,8 @@ class Watermark:
 
 
 __all__ = [
-    "EPOCH", "EventTime", "ProcessingTime", "TimeMode", "UTC", "Watermark", "armed_timeout",
-    "duration_ms", "event_timeout_ms", "from_epoch_ms", "group_state_timeout", "is_due",
+    "EPOCH", "EventTime", "ProcessingTime", "TimeMode", "UTC", "Watermark",
+    "duration_ms", "event_timeout_ms", "from_epoch_ms", "is_due",
     "processing_timeout_duration_ms", "require_aware", "timeout_fired", "timer_ms",
     "to_epoch_ms", "to_epoch_us",
 ]

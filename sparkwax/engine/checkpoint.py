@@ -9,16 +9,17 @@ reader, the query's watermark, and ``finish`` (on_eof for every live key).
 from __future__ import annotations
 
 import json
-import time as clock
+import time as wall_clock
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 from .. import recovery
 from .._driver import Driver, sorted_keys
 from ..errors import ConfigError, SnapshotError
-from ..operators.ttl import step_ttl
-from ..timers import ProcessingTime, from_epoch_ms
+from ..logic import Builder
+from ..step import Step
+from ..timers import TimeMode, from_epoch_ms
 from .bucket import Bucket
 from .columns import plain_key
 from .outputs import OutputBuilder
@@ -29,6 +30,7 @@ from .storage import filesystem_error, join_path, storage_for
 
 
 _BLOB = "__sw_snapshot"
+_TIMER = "__sw_timer"
 
 
 @dataclass(frozen=True)
@@ -67,16 +69,17 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     if is_packed(frame):
         entries = [e for e in packed_entries(frame, step_id)
-                   if key is None or str(e.key if not isinstance(e.key, tuple) else e.key[0])
-                   == str(key)]
+                   if key is None or key_matches(e.key, key)]
         entries.sort(key=lambda e: -e.size)
         return entries[:limit] if limit is not None else entries
     frame = frame.select("key", F.col("value.groupState.snapshot").alias("snapshot"),
                          F.col("value.groupState.timer").alias("timer"), "partition_id",
                          F.length("value.groupState.snapshot").alias("size"))
     key_names = frame.schema["key"].dataType.fieldNames()
-    if key is not None:
-        frame = frame.where(F.col(f"key.`{key_names[0]}`") == F.lit(key))
+    if key is not None:  # typed, as key_matches: the key cast to the column's type
+        first = frame.schema["key"].dataType[key_names[0]].dataType
+        wanted = F.lit(key) if not isinstance(key, str) else F.lit(key).cast(first)
+        frame = frame.where(F.col(f"key.`{key_names[0]}`") == wanted)
     frame = frame.orderBy(F.col("size").desc())
     if limit is not None:
         frame = frame.limit(limit)
@@ -90,6 +93,27 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
         timer = from_epoch_ms(row["timer"]) if row["timer"] is not None else None
         entries.append(StateEntry(plain, snapshot, row["size"], timer, row["partition_id"]))
     return entries
+
+
+def key_matches(stored: Any, wanted: Any) -> bool:
+    """``state show --key``: whether a stored key's first column equals
+    ``wanted``, typed: a text is read as the stored value's type (as Spark
+    casts it for the per-key host's filter), so ``"7"`` finds the int 7.
+
+    >>> key_matches(7, "7"), key_matches(("u1", 3), "u1"), key_matches(True, "false")
+    (True, True, False)
+    """
+    first = stored[0] if isinstance(stored, tuple) else stored
+    if not isinstance(wanted, str) or isinstance(first, str):
+        return bool(first == wanted)
+    try:
+        if isinstance(first, bool):
+            return first == {"true": True, "false": False}[wanted.strip().lower()]
+        if isinstance(first, (int, float)):
+            return bool(first == type(first)(wanted.strip()))
+    except (KeyError, ValueError):
+        return False
+    return str(first) == wanted
 
 
 def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
@@ -153,7 +177,8 @@ def packed_entries(frame, step_id: str) -> List[StateEntry]:
     return entries
 
 
-def _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema, step_id):
+def _finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key_schema,
+                   step_id):
     """finish() for a packed step, on the driver: its state rows are buckets, so the
     key columns come from ``key_schema`` or the checkpoint's sparkwax-steps.json."""
     from pyspark.sql import types as T
@@ -200,9 +225,11 @@ def last_watermark_ms(spark, checkpoint: str) -> int:
     return 0
 
 
-def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
-           batch: bool = False, step_id: Optional[str] = None, operator_id: int = 0,
-           key_schema: Optional[str] = None, spark=None, ttl=None):
+def finish(checkpoint: str, *, builder: Builder, output_schema: Any,
+           time: Optional[TimeMode] = None, batch: bool = False,
+           step_id: Optional[str] = None, operator_id: int = 0,
+           key_schema: Optional[str] = None, spark: Any = None, ttl: Any = None,
+           max_state_bytes: Optional[int] = None) -> Any:
     """End a checkpointed stream: for every live key, restore from the
     checkpoint's snapshot, fire a due timer, call ``on_eof``; return the
     outputs as a DataFrame (key columns, then ``output_schema``). ``now`` is
@@ -217,15 +244,15 @@ def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
     """
     from pyspark.sql import types as T
 
+    step = Step.of(builder, step_id=step_id, kind="finish", time=time, batch=batch, ttl=ttl,
+                   max_state_bytes=max_state_bytes, output_schema=output_schema)
+    step_id = step.step_id
     spark = active_session(spark, "finish")
-    step_id = step_id or f"finish:{getattr(builder, '__qualname__', 'logic')}"
-    time = time if time is not None else ProcessingTime()
-    builder = step_ttl(builder, ttl, time, batch=batch, step_id=step_id)
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     schema = _parse_schema(frame, output_schema, step_id)
-    driver = Driver(builder, step_id=step_id, batch=batch, time=time)
+    driver = Driver(step)
     now_ms = driver.now_ms(lambda: last_watermark_ms(spark, checkpoint),
-                           lambda: int(clock.time() * 1000))
+                           lambda: int(wall_clock.time() * 1000))
     if is_packed(frame):
         return _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema,
                               step_id)
@@ -239,16 +266,20 @@ def finish(checkpoint: str, *, builder: Callable, output_schema, time=None,
     def end_keys(frames: Iterator) -> Iterator:
         for part in frames:
             keys = list(zip(*(part[name].tolist() for name in key_names)))
-            for key_values, blob in zip(keys, part[_BLOB].tolist()):
+            for key_values, blob, timer in zip(keys, part[_BLOB].tolist(),
+                                               part[_TIMER].tolist()):
                 key = plain_key(key_values, single)
-                act = driver.activate(key, bytes(blob), (), now_ms, eof=True)
+                committed = None if timer is None or timer != timer else int(timer)
+                act = driver.activate(key, bytes(blob), (), now_ms, eof=True,
+                                      committed_timer=committed)
                 if act.emits:
                     yield outputs.frame(key, key_values, act.emits)
 
     from pyspark.sql import functions as F
 
     flat = frame.select(*[F.col(f"key.`{n}`").alias(n) for n in key_names],
-                        F.col("value.groupState.snapshot").alias(_BLOB))
+                        F.col("value.groupState.snapshot").alias(_BLOB),
+                        F.col("value.groupState.timer").alias(_TIMER))
     return flat.mapInPandas(ship_function(spark, end_keys), schema=out_schema)
 
 
@@ -276,7 +307,7 @@ def running_query_hint(spark, checkpoint: str, idle_seconds: float) -> Optional[
     store = storage_for(spark)
     newest_ms = max((entry.modified_ms for log in ("offsets", "commits")
                      for entry in store.list(join_path(checkpoint, log))), default=0)
-    age = clock.time() - newest_ms / 1000 if newest_ms else None
+    age = wall_clock.time() - newest_ms / 1000 if newest_ms else None
     if age is not None and age < idle_seconds:
         return (f"its log was written {age:.0f} s ago (clear waits until it is "
                 f"{idle_seconds:.0f} s old: {idle_seconds - age:.0f} s more)")
@@ -310,5 +341,5 @@ def active_session(spark, what: str):
 
 
 __all__ = ["StateEntry", "active_session", "clear", "finish", "last_watermark_ms",
-           "read_entries", "require_checkpoint", "running_query_hint", "state_frame",
+           "key_matches", "read_entries", "require_checkpoint", "running_query_hint", "state_frame",
            "state_summary"]

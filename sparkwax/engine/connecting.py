@@ -1,5 +1,12 @@
-"""The DataFrame side of ``sparkwax.operators.connect``: several inputs as one
-keyed union, each row tagged with its side's number.
+"""``connect``: several DataFrames with different schemas into one logic.
+
+The sides are tagged and unioned into one keyed stream; the logic sees
+``Tagged(side, value)`` items (``side, value = item``), where ``value`` is a
+dict of that side's non-key columns. Offline, build such items with
+``sparkwax.operators.tag(side, items)``. All sides must be streaming, or all
+bounded. The step's ``sparkwax.sides.Sides`` carry the union's layout, so the
+driver turns each union row back into ``Tagged`` and keeps a watermark per
+side (bounded input too).
 
 The union holds the key columns (cast to the first side's types), the side
 number, the columns named by ``time``/``order_by`` (every side must have
@@ -11,21 +18,48 @@ min policy then keeps one watermark per input).
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from ..builders import KeySpec, key_list
 from ..errors import ConfigError
-from ..operators.connected import SIDE_COLUMN, Layout
-from ..operators.schemas import KeySpec, key_list
-from ..timers import EventTime
+from ..sides import SIDE_COLUMN, Layout, Sides, side_names
+from ..step import Step, builder_name
+from ..timers import EventTime, TimeMode
+from .plan import plan_step
+
+
+def connect(*sides: DataFrame, key: KeySpec, builder: Any, output_schema: Any,
+            names: Optional[Sequence[str]] = None, time: Optional[TimeMode] = None,
+            order_by: Any = None, step_id: Optional[str] = None, host: str = "per_key",
+            buckets: Optional[int] = None) -> DataFrame:
+    """Run ``builder``'s logic over several DataFrames at once; it sees
+    ``(side, value)`` items, ``side`` being the side's name (``names``,
+    default ``left``/``right`` for two sides, else ``side0``, ``side1``...).
+
+    ``key``: key column(s) every side has (cast to the first side's types).
+    ``time=EventTime(column, ...)`` and ``order_by`` name columns that every
+    side has. Other options as for ``sparkwax.stateful``.
+    """
+    if len(sides) < 1:
+        raise ConfigError("connect needs at least one DataFrame")
+    names = side_names(len(sides), names)
+    keys = key_list(key)
+    order = [order_by] if isinstance(order_by, str) else list(order_by or [])
+    union, layout = union_of_sides(sides, names, keys, time, order)
+    step = Step.of(builder, step_id=step_id or f"connect:{builder_name(builder)}", time=time,
+                   order_by=order or None, sides=Sides(tuple(names), layout),
+                   output_schema=output_schema)
+    return plan_step(union, step, keys, host=host, buckets=buckets)
 
 
 def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[str], time,
                    order: List[str]) -> Tuple[DataFrame, Layout]:
-    """The union of ``sides`` and its layout (per side: its name and its
-    ``(column, union column)`` pairs)."""
+    """The union of ``sides`` and its layout (per side, its ``(column, union
+    column)`` pairs)."""
     shared: List[str] = []
     if isinstance(time, EventTime):
         shared.append(time.column)
@@ -47,7 +81,7 @@ def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[
                                   f"side keeps its own watermark), it is "
                                   f"{kind.simpleString()}")
     columns: List[Tuple[int, str, Any, str]] = []
-    layout: List[Tuple[str, Tuple[Tuple[str, str], ...]]] = []
+    layout: List[Tuple[Tuple[str, str], ...]] = []
     for number, (name, side) in enumerate(zip(names, sides)):
         own = []
         for field in side.schema.fields:
@@ -56,7 +90,7 @@ def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[
             source = f"__sw{number}_{field.name}"
             columns.append((number, field.name, field.dataType, source))
             own.append((field.name, source))
-        layout.append((name, tuple(own)))
+        layout.append(tuple(own))
 
     def watermarked(column: str) -> bool:
         return isinstance(time, EventTime) and column == time.column
@@ -80,10 +114,8 @@ def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[
     return reduce(DataFrame.union, frames), tuple(layout)
 
 
-def side_struct_schema(sides, names: Sequence[str], key: KeySpec):
+def side_struct_schema(sides, names: Sequence[str], key: KeySpec) -> T.StructType:
     """One nullable struct field per side, holding its non-key columns."""
-    from pyspark.sql import types as T
-
     keys = set(key_list(key))
     return T.StructType([
         T.StructField(name, T.StructType([f for f in side.schema.fields if f.name not in keys]),

@@ -13,7 +13,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 import pandas as pd
 
 from .._driver import Driver
-from ..timers import group_state_timeout
+from ..timers import TimeMode
 from .columns import InputLayout, group_frame, plain_key, read_group
 from .outputs import OutputBuilder
 
@@ -22,7 +22,7 @@ from .outputs import OutputBuilder
 warnings.filterwarnings("ignore", category=FutureWarning,
                         message="The behavior of DataFrame concatenation with empty")
 
-NO_TIMEOUT, PROCESSING, EVENT = "NoTimeout", "ProcessingTimeTimeout", "EventTimeTimeout"
+NO_TIMEOUT = "NoTimeout"  # a step without timers (else its time mode's spark_timeout)
 
 
 class StreamingHost:
@@ -60,7 +60,7 @@ class StreamingHost:
             # update() clears the timeout, so arm it after every update.
             state.update((act.state, act.timer))
             if act.armed is not None and self.timeout != NO_TIMEOUT:
-                arm(state, self.driver.time.kind, act.armed, now_ms)
+                arm(state, self.driver.time, act.armed, now_ms)
         counts = act.metrics() if self.outputs.metrics else None
         if act.emits:
             yield self.outputs.frame(key, key_values, act.emits, counts)
@@ -68,9 +68,9 @@ class StreamingHost:
             yield self.outputs.metrics_frame(key_values, counts)
 
 
-def arm(state, kind: str, armed: int, now_ms: int) -> None:
+def arm(state, time: TimeMode, armed: int, now_ms: int) -> None:
     """Set the Spark timeout that wakes a group at ``armed`` (epoch ms)."""
-    how, value = group_state_timeout(kind, armed, now_ms)
+    how, value = time.group_state_timeout(armed, now_ms)
     if how == "timestamp":
         state.setTimeoutTimestamp(value)
     else:
@@ -81,22 +81,16 @@ class BoundedHost:
     """A whole key of a bounded DataFrame as one sequence, then on_eof."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 single_key: bool, input_sides: Optional[Tuple[str, int]] = None):
+                 single_key: bool):
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
         self.single_key = single_key
-        self.input_sides = input_sides
 
     def __call__(self, key_values: Tuple, frame: pd.DataFrame) -> pd.DataFrame:
         key = plain_key(key_values, self.single_key)
         values, times, order = read_group(frame, self.layout)
-        sides, side_count = None, 1
-        if self.input_sides is not None and times is not None:
-            column, side_count = self.input_sides
-            sides = [value[column] for value in values]
-        act = self.driver.activate_bounded(key, values, event_times=times, order=order,
-                                           sides=sides, side_count=side_count)
+        act = self.driver.activate_bounded(key, values, event_times=times, order=order)
         if not act.emits:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
         return self.outputs.frame(key, key_values, act.emits)

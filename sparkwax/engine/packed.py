@@ -125,7 +125,7 @@ class PackedHost:
         blob, earliest = bucket.encode()
         state.update((blob, self.buckets))
         if earliest is not None and self.timeout != NO_TIMEOUT:
-            arm(state, self.driver.time.kind, earliest, now_ms)
+            arm(state, self.driver.time, earliest, now_ms)
 
     def _key_values(self, key) -> Tuple:
         return (key,) if self.single else tuple(key)

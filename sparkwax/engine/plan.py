@@ -8,20 +8,20 @@ values reach the logic as aware UTC datetimes whatever the session time zone.
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .._driver import Driver
-from ..errors import BuilderError, ConfigError
-from ..logic import overrides_notify_at
+from ..errors import ConfigError
+from ..logic import Builder
 from ..metrics import FIELDS, INPUT_SUFFIX, PREFIX
-from ..operators.limits import step_builder
-from ..timers import EventTime, ProcessingTime
+from ..step import Step
+from ..timers import EventTime, TimeMode
 from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
-from .host import EVENT, NO_TIMEOUT, PROCESSING, BoundedHost, StreamingHost
+from .host import NO_TIMEOUT, BoundedHost, StreamingHost
 from .outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from .shipping import ship_function
@@ -39,13 +39,12 @@ PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False)
                                     T.StructField("buckets", T.LongType(), False)])
 
 
-def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
-             output_schema: Union[str, T.StructType], time=None,
+def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Builder,
+             output_schema: Union[str, T.StructType], time: Optional[TimeMode] = None,
              order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
              step_id: Optional[str] = None, host: str = "per_key",
-             buckets: Optional[int] = None, ttl=None,
-             max_state_bytes: Optional[int] = None,
-             input_sides: Optional[Tuple[str, int]] = None) -> DataFrame:
+             buckets: Optional[int] = None, ttl: Any = None,
+             max_state_bytes: Optional[int] = None) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
     Output rows are the key columns followed by ``output_schema``. See the
@@ -54,51 +53,46 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable
     partitions) with the same semantics; see docs/performance.md. ``ttl``
     (a duration or ``sparkwax.operators.Ttl``) expires idle keys and
     ``max_state_bytes`` caps a key's stored state; see docs/operators.md.
-    ``input_sides=(column, count)`` (set by ``ops.connect``): ``df`` is a
-    union of ``count`` watermarked inputs, ``column`` holding each row's input
-    number, so bounded input keeps a watermark per input as a stream does.
     """
-    return _plan(df, key, builder, output_schema, time, order_by, value, step_id, False,
-                 host, buckets, ttl, max_state_bytes, input_sides)
+    step = Step.of(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+                   ttl=ttl, max_state_bytes=max_state_bytes, output_schema=output_schema)
+    return plan_step(df, step, key, host=host, buckets=buckets)
 
 
-def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Callable,
-                   output_schema: Union[str, T.StructType], time=None,
+def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Builder,
+                   output_schema: Union[str, T.StructType], time: Optional[TimeMode] = None,
                    order_by: Union[None, str, Sequence[str]] = None,
                    value: Optional[str] = None, step_id: Optional[str] = None,
                    host: str = "per_key", buckets: Optional[int] = None,
                    max_state_bytes: Optional[int] = None) -> DataFrame:
     """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per activation)."""
-    return _plan(df, key, builder, output_schema, time, order_by, value, step_id, True,
-                 host, buckets, None, max_state_bytes)
+    step = Step.of(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+                   batch=True, max_state_bytes=max_state_bytes, output_schema=output_schema)
+    return plan_step(df, step, key, host=host, buckets=buckets)
 
 
-def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch, host,
-          buckets, ttl=None, max_state_bytes=None, input_sides=None):
-    step_id = step_id or f"{'stateful_batch' if batch else 'stateful'}:{_name(builder)}"
+def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
+              host: str = "per_key", buckets: Optional[int] = None) -> DataFrame:
+    """``step`` over ``df`` grouped by ``key``, on ``host`` (every Spark entry
+    point ends here): the DataFrame checks, then the host's plan."""
+    step_id, time, order_by, value = step.step_id, step.time, step.order_by, step.value
     keys = [key] if isinstance(key, str) else list(key)
-    time = time if time is not None else ProcessingTime()
-    if not isinstance(time, (ProcessingTime, EventTime)):
-        raise ConfigError(f"step {step_id!r}: time must be ProcessingTime() or EventTime(...), "
-                          f"got {time!r}")
     if host not in HOSTS:
         raise ConfigError(f"step {step_id!r}: host must be one of {HOSTS}, got {host!r}")
-    builder = step_builder(builder, ttl=ttl, max_state_bytes=max_state_bytes, time=time,
-                           value=value, batch=batch, step_id=step_id)
-    state_format = " ttl" if ttl is not None else ""  # ttl= wraps every snapshot
+    state_format = " ttl" if step.ttl is not None else ""  # ttl= wraps every snapshot
     if host == "packed":
         buckets = _bucket_count(df, buckets, step_id)
-    schema = _parse_schema(df, output_schema, step_id)
+    schema = _parse_schema(df, step.output_schema, step_id)
     fields = {f.name: f for f in df.schema.fields}
     _require_columns(step_id, "key", keys, fields)
     if not keys:
         raise ConfigError(f"step {step_id!r}: key must name at least one column")
     event = isinstance(time, EventTime)
-    if event and not isinstance(time.column, str):
+    if isinstance(time, EventTime) and not isinstance(time.column, str):
         raise ConfigError(f"step {step_id!r}: on Spark, EventTime needs the event-time "
                           f"column's name, got {time.column!r} (a callable works offline "
                           f"only)")
-    if event:
+    if isinstance(time, EventTime):
         _require_columns(step_id, "EventTime column", [time.column], fields)
         if not isinstance(fields[time.column].dataType, T.TimestampType):
             raise ConfigError(f"step {step_id!r}: EventTime column {time.column!r} must be a "
@@ -106,7 +100,7 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     if callable(order_by):
         raise ConfigError(f"step {step_id!r}: on Spark, order_by must name columns, got "
                           f"{order_by!r} (a callable works offline only)")
-    order = [order_by] if isinstance(order_by, str) else list(order_by or [])
+    order = list(order_by)
     _require_columns(step_id, "order_by", order, fields)
     value_names = [n for n in df.columns if n not in keys]
     if value is not None:
@@ -115,10 +109,10 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     if not value_names:
         raise ConfigError(f"step {step_id!r}: no value columns left besides the key {keys}")
 
-    driver = Driver(builder, step_id=step_id, batch=batch, time=time, order_by=order or None)
+    driver = Driver(step)
     spark = df.sparkSession
     projected = _project(df, keys, value_names, order, fields, time)
-    event_source = {time.column: _EVENT_US} if event else {}
+    event_source = {time.column: _EVENT_US} if isinstance(time, EventTime) else {}
     layout = InputLayout(
         names=tuple(value_names),
         sources=tuple(event_source.get(n, n) for n in value_names),
@@ -131,15 +125,16 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
     out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
     grouped_on = [F.col(f"`{k}`") for k in keys]
     single = len(keys) == 1
+    if df.isStreaming and isinstance(time, EventTime) and step.sides is None:
+        # (a connected step put one on each input already)
+        projected = projected.withWatermark(time.column, time.spark_delay)
+    timeout = time.spark_timeout if step.uses_timers() else NO_TIMEOUT
     if host == "packed":
         bucket = F.pmod(F.xxhash64(*grouped_on), F.lit(buckets)).alias(BUCKET_COLUMN)
         if not df.isStreaming:
             function = PackedBoundedHost(driver, layout, outputs, keys)
             return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
                 _as_function(function, spark), schema=out_schema)
-        if event:
-            projected = projected.withWatermark(time.column, time.spark_delay)
-        timeout = _timeout(builder, driver, time, step_id)
         function = PackedHost(driver, layout, outputs, timeout, keys, buckets)
         grouped = _input_counted(projected, step_id).select("*", bucket).groupBy(BUCKET_COLUMN)
         return _streaming_step(grouped, _as_function(function, spark), out_schema,
@@ -147,12 +142,9 @@ def _plan(df, key, builder, output_schema, time, order_by, value, step_id, batch
                                    step_id, keys, fields, schema, time, timeout,
                                    f"packed/1 buckets={buckets}{state_format}"))
     if not df.isStreaming:
-        function = BoundedHost(driver, layout, outputs, single, input_sides)
+        function = BoundedHost(driver, layout, outputs, single)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
-    if event and input_sides is None:  # connect put one on each input already
-        projected = projected.withWatermark(time.column, time.spark_delay)
-    timeout = _timeout(builder, driver, time, step_id)
     function = StreamingHost(driver, layout, outputs, timeout, single)
     grouped = _input_counted(projected, step_id).groupBy(*grouped_on)
     return _streaming_step(grouped, _as_function(function, spark), out_schema, STATE_SCHEMA,
@@ -260,20 +252,6 @@ def _kind(field: T.StructField) -> str:
     return OTHER
 
 
-def _timeout(builder, driver: Driver, time, step_id: str) -> str:
-    logic_type = builder if isinstance(builder, type) else None
-    if logic_type is None:
-        try:
-            logic_type = type(builder(None))
-        except Exception as error:
-            raise BuilderError(step_id, None, "builder(None)", None,
-                               f"the builder raised {error!r} when sparkwax built a sample "
-                               "logic to see whether it uses timers") from error
-    if not overrides_notify_at(logic_type):
-        return NO_TIMEOUT
-    return EVENT if isinstance(time, EventTime) else PROCESSING
-
-
 def _parse_schema(df, schema, step_id: str) -> T.StructType:
     if isinstance(schema, T.StructType):
         return schema
@@ -303,6 +281,3 @@ def _require_columns(step_id: str, role: str, names, fields) -> None:
         raise ConfigError(f"step {step_id!r}: {role} names missing column(s) {missing}; "
                           f"the DataFrame has {list(fields)}")
 
-
-def _name(builder) -> str:
-    return getattr(builder, "__qualname__", None) or type(builder).__name__

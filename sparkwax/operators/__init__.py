@@ -9,28 +9,26 @@ driver. See docs/operators.md.
 
 Modules: ``basic`` (stateful_map, stateful_flat_map, stateful_filter),
 ``running`` (fold/reduce after every value), ``final`` (fold/reduce/count/
-max/min at EOF), ``collecting``, ``joins`` and ``connected`` (several
-inputs), ``windowing``, ``recipes`` (deduplicate, throttle, session),
+max/min at EOF), ``collecting``, ``joins`` (several inputs: ``joiner``;
+the DataFrame-level ``sparkwax.join`` and ``sparkwax.connect``), ``windowing``, ``recipes`` (deduplicate, throttle, session),
 ``sequence`` (pattern detection), ``many_timers`` (``Timers``: several
-timers per key), ``ttl`` and ``limits`` (idle expiry, state size caps),
-``rules`` (broadcast state), ``schemas`` (output schemas for Spark).
-``import sparkwax.operators`` does not import pyspark; the DataFrame-level
-functions (``join``, ``connect``, ``rules_from``, ``split_late``,
-``value_fields``, ``value_struct``) import it when called.
+timers per key), ``ttl`` and ``limits`` (idle expiry, state size caps, from
+the core, where a step's ``ttl=``/``max_state_bytes=`` live), ``rules``
+(broadcast state). Operators never import the engine or pyspark: the
+DataFrame-level functions are ``sparkwax.connect``, ``sparkwax.join``,
+``sparkwax.value_fields`` and ``sparkwax.value_struct``.
 """
 
 from ._base import OperatorBuilder
 from .basic import stateful_filter, stateful_flat_map, stateful_map
 from .collecting import collect
-from .connected import connect
 from .final import count_final, fold_final, max_final, min_final, reduce_final
-from .joins import join, joiner
+from .joins import joiner
 from .limits import StateTooLarge, with_state_limit
 from .many_timers import Timers
 from .recipes import Throttled, deduplicate, session, throttle
 from .rules import Rules, rules_from, with_rules
 from .running import fold, reduce
-from .schemas import value_fields, value_struct
 from .sequence import sequence
 from .tagged import Tagged, tag
 from .ttl import Ttl, with_ttl
@@ -42,10 +40,9 @@ from .windowing import (LATE_SESSION_ID, SessionWindower, SlidingWindower, Tumbl
 __all__ = sorted([
     "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",
     "StateTooLarge", "Tagged", "Throttled", "Timers", "TumblingWindower", "Ttl", "WindowOut",
-    "collect", "collect_window", "connect", "count_final", "count_window", "deduplicate",
-    "fold", "fold_final", "fold_window", "join", "join_window", "joiner", "max_final",
+    "collect", "collect_window", "count_final", "count_window", "deduplicate",
+    "fold", "fold_final", "fold_window", "join_window", "joiner", "max_final",
     "max_window", "mean_window", "min_final", "min_window", "reduce", "reduce_final",
     "reduce_window", "rules_from", "sequence", "session", "split_late", "stateful_filter",
-    "stateful_flat_map", "stateful_map", "sum_window", "tag", "throttle", "value_fields",
-    "value_struct", "window_schema", "with_rules", "with_state_limit", "with_ttl",
+    "stateful_flat_map", "stateful_map", "sum_window", "tag", "throttle", "window_schema", "with_rules", "with_state_limit", "with_ttl",
 ])

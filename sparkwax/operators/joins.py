@@ -11,8 +11,8 @@ order:
   side); ``"running"`` emits after every item (None for missing sides) and
   keeps the state.
 
-``joiner(sides, ...)`` is the builder (offline, or with ``connect``);
-``join(left_df, right_df, key=...)`` is the DataFrame version.
+``joiner(sides, ...)`` is the builder (offline, or with ``sparkwax.connect``);
+``sparkwax.join(left_df, right_df, key=...)`` is the DataFrame version.
 
 >>> from sparkwax.testing import Batch, Eof, run
 >>> script = [Batch(tag(0, [("k", "a1")]) + tag(1, [("k", "b1"), ("j", "b2")])), Eof()]
@@ -25,12 +25,12 @@ order:
 from __future__ import annotations
 
 import itertools
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Sequence, Union
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import OperatorBuilder
-from .tagged import side_names, tag  # noqa: F401  (tag is used in the doctest)
+from ..sides import tag  # noqa: F401  (tag is used in the doctest)
 
 INSERT_MODES = ("first", "last", "product")
 EMIT_MODES = ("complete", "final", "running")
@@ -153,22 +153,3 @@ def joiner(sides: Union[int, Sequence[Any]] = 2, *, insert_mode: str = "last",
     side order."""
     config = JoinConfig(sides, insert_mode, emit_mode)
     return OperatorBuilder("join", JoinLogic, config, sides=config.tags)
-
-
-def join(*sides, key, names: Optional[Sequence[str]] = None, insert_mode: str = "last",
-         emit_mode: str = "complete", time=None, order_by=None, step_id: Optional[str] = None):
-    """Join DataFrames per key: ``join(left_df, right_df, key="id")``.
-
-    The result has the key columns and one struct column per side (named by
-    ``names``, default ``left``/``right``, or ``side0``...), holding that
-    side's non-key columns (null for a missing side). ``time`` and
-    ``order_by`` name columns that every side has (see ``connect``).
-    """
-    from ..engine.connecting import side_struct_schema
-    from .connected import connect
-
-    names = side_names(len(sides), names)
-    builder = joiner(names, insert_mode=insert_mode, emit_mode=emit_mode)
-    schema = side_struct_schema(sides, names, key)
-    return connect(*sides, key=key, builder=builder, output_schema=schema, names=names,
-                   time=time, order_by=order_by, step_id=step_id or "join")

@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..errors import ConfigError
 from ._base import Duration, as_timedelta
-from .schemas import KeySpec, key_list
+from ..builders import KeySpec, key_list
 
 _CACHE: Dict[str, Tuple[float, Any]] = {}   # per worker process: token -> (loaded at, data)
 _LOCK = threading.Lock()

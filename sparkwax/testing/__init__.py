@@ -10,10 +10,10 @@ sparkwax[test]``); they load on first use.
 """
 
 from .runner import RunResult, Runner, run, run_bounded
-from .script import Batch, Crash, Eof, Script, Step, Tick, describe
+from .script import Batch, Crash, Eof, Script, ScriptStep, Tick, describe
 
 __all__ = sorted([
-    "Batch", "Crash", "Eof", "RunResult", "Runner", "Script", "Step", "Tick",
+    "Batch", "Crash", "Eof", "RunResult", "Runner", "Script", "ScriptStep", "Tick",
     "check_logic", "describe", "run", "run_bounded",
 ])
 

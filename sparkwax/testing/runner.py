@@ -19,15 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import repeat
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._driver import Activation, Driver, sorted_keys
 from ..errors import ConfigError, InputError
+from ..logic import Builder
 from ..metrics import StepMetrics
-from ..timers import (EventTime, ProcessingTime, Watermark, from_epoch_ms, require_aware,
+from ..step import Step
+from ..timers import (EventTime, TimeMode, Watermark, from_epoch_ms, require_aware,
                       timeout_fired, to_epoch_ms)
-from .script import Batch, Crash, Eof, Step, Tick
-from .sides import InputSides
+from .script import Batch, Crash, Eof, ScriptStep, Tick
 
 RESTORE_MODES = ("always", "on_crash")
 AFTER_EOF = ("Eof() ends a run, as `sparkwax.finish` ends a stream: finish runs on_eof "
@@ -74,25 +75,25 @@ class Runner:
     ``sides``: the side names of a connected step in EventTime mode (one
     watermark per side, the smallest wins; see ``sparkwax.timers``);
     default: the ``sides`` of a join builder. ``Eof()`` ends the run.
+    ``builder`` may also be a ``sparkwax.step.Step`` (then give no options).
     """
 
-    def __init__(self, builder: Callable, *, time=None, batch: bool = False, order_by=None,
-                 step_id: str = "stateful", restore: str = "always", ttl=None,
+    def __init__(self, builder: Union[Builder, Step], *, time: Optional[TimeMode] = None,
+                 batch: bool = False, order_by: Any = None, step_id: str = "stateful",
+                 restore: str = "always", ttl: Any = None,
                  max_state_bytes: Optional[int] = None,
                  sides: Optional[Sequence[Any]] = None):
         if restore not in RESTORE_MODES:
             raise ConfigError(f"restore must be one of {RESTORE_MODES}, got {restore!r}")
-        self.time = time if time is not None else ProcessingTime()
-        if not isinstance(self.time, (ProcessingTime, EventTime)):
-            raise ConfigError(f"time must be ProcessingTime() or EventTime(...), got {time!r}")
-        self.sides = InputSides(builder, sides, step_id)  # a join builder's own sides
-        builder = _step_builder(builder, ttl, max_state_bytes, self.time, batch, step_id)
-        self.driver = Driver(builder, step_id=step_id, batch=batch, time=self.time,
-                             order_by=order_by)
-        self.step_id = step_id
+        step = offline_step(builder, time=time, batch=batch, order_by=order_by,
+                            step_id=step_id, ttl=ttl, max_state_bytes=max_state_bytes,
+                            sides=sides)
+        self.driver = Driver(step)
+        self.time = step.time
+        self.step_id = step.step_id
         self.restore = restore
         self.now_ms = 0                 # processing time, or the watermark
-        self.clock = Watermark(getattr(self.time, "delay_ms", 0), self.sides.count)
+        self.clock = Watermark(step.time.delay_ms, self.driver.side_count)
         self.blobs: Dict[Any, bytes] = {}        # committed snapshots
         self.live: Dict[Any, Any] = {}           # live logic objects (restore="on_crash")
         self.timers: Dict[Any, int] = {}         # key -> next notify_at (ms)
@@ -103,15 +104,16 @@ class Runner:
 
     # -- steps ----------------------------------------------------------------
 
-    def run(self, script: Sequence[Step]) -> RunResult:
+    def run(self, script: Sequence[ScriptStep]) -> RunResult:
         for number, step in enumerate(script):
             if self.ended:
                 raise ConfigError(f"script step {number} ({type(step).__name__}) comes after "
                                   f"Eof(); {AFTER_EOF}")
-            self.step(step)
-        return self.finish()
+            self.play(step)
+        return self.process_all_available()
 
-    def step(self, step: Step) -> None:
+    def play(self, step: ScriptStep) -> None:
+        """Run one script step (Batch, Tick, Crash or Eof)."""
         if self.ended:
             raise ConfigError(f"{type(step).__name__} after Eof(); {AFTER_EOF}")
         if isinstance(step, Batch):
@@ -177,8 +179,10 @@ class Runner:
             counts += self._activate(key, (), eof=True)
         self._end_batch(counts)
 
-    def finish(self) -> RunResult:
-        """The result so far (runs the trailing no-data batch Spark would run)."""
+    def process_all_available(self) -> RunResult:
+        """The result so far, after the trailing no-data batch Spark would run
+        (as Spark's ``query.processAllAvailable()``; no ``on_eof``: that is
+        ``Eof()``)."""
         self._flush_tick()
         result = self.result
         result.snapshots = {}
@@ -249,7 +253,7 @@ class Runner:
         (null event times do not move it)."""
         if not isinstance(self.time, EventTime):
             return
-        side_of, see, event_time_of = self.sides.index_of, self.clock.see, \
+        side_of, see, event_time_of = self.driver.side_of, self.clock.see, \
             self.driver.event_time_of
         for key, values in groups.items():
             for value in values:
@@ -265,27 +269,30 @@ class Runner:
             self.tick()
 
 
-def run(builder: Callable, script: Sequence[Step], **options) -> RunResult:
+def run(builder: Union[Builder, Step], script: Sequence[ScriptStep], *,
+        time: Optional[TimeMode] = None, batch: bool = False, order_by: Any = None,
+        step_id: str = "stateful", restore: str = "always", ttl: Any = None,
+        max_state_bytes: Optional[int] = None,
+        sides: Optional[Sequence[Any]] = None) -> RunResult:
     """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic.
+    The options are the Runner's (and ``sparkwax.stateful``'s)."""
+    return Runner(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
+                  restore=restore, ttl=ttl, max_state_bytes=max_state_bytes,
+                  sides=sides).run(script)
 
-    Options: ``time``, ``batch``, ``order_by``, ``step_id``, ``restore``,
-    ``ttl``, ``max_state_bytes``, ``sides`` (see Runner).
-    """
-    return Runner(builder, **options).run(script)
 
-
-def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=None,
-                batch: bool = False, order_by=None, step_id: str = "stateful", ttl=None,
+def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]], *,
+                time: Optional[TimeMode] = None, batch: bool = False, order_by: Any = None,
+                step_id: str = "stateful", ttl: Any = None,
                 max_state_bytes: Optional[int] = None,
                 sides: Optional[Sequence[Any]] = None) -> RunResult:
     """What the Spark engine does with a bounded (batch) DataFrame: each key's
     items as one ordered sequence (watermark per key, item by item, in
     EventTime mode; per side, then the minimum, for ``Tagged`` values), then
     ``on_eof``."""
-    time = time if time is not None else ProcessingTime()
-    inputs = InputSides(builder, sides, step_id)
-    builder = _step_builder(builder, ttl, max_state_bytes, time, batch, step_id)
-    driver = Driver(builder, step_id=step_id, batch=batch, time=time, order_by=order_by)
+    driver = Driver(offline_step(builder, time=time, batch=batch, order_by=order_by,
+                                 step_id=step_id, ttl=ttl, max_state_bytes=max_state_bytes,
+                                 sides=sides))
     groups: Dict[Any, List[Any]] = {}
     for key, value in items:
         groups.setdefault(key, []).append(value)
@@ -293,12 +300,7 @@ def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=Non
     for key in sorted_keys(list(groups)):
         values = groups[key]
         times, order = driver.read_columns(key, values)
-        if times is not None:
-            act = driver.activate_bounded(key, values, event_times=times, order=order,
-                                          sides=[inputs.index_of(key, v) for v in values],
-                                          side_count=inputs.count)
-        else:
-            act = driver.activate_bounded(key, values, order=order)
+        act = driver.activate_bounded(key, values, event_times=times, order=order)
         result.outputs.extend(zip(repeat(key), act.emits))
         result.late += act.late
         result.activations += 1
@@ -311,11 +313,12 @@ def run_bounded(builder: Callable, items: Sequence[Tuple[Any, Any]], *, time=Non
     return result
 
 
-def _step_builder(builder, ttl, max_state_bytes, time, batch, step_id):
-    """The builder with the step options applied, as ``sparkwax.stateful`` does."""
-    if ttl is None and max_state_bytes is None:
+def offline_step(builder: Union[Builder, Step], **options: Any) -> Step:
+    """The Step of an offline run: ``builder`` itself if it is one (with no
+    options besides the defaults), else built from the options."""
+    if isinstance(builder, Step):
+        given = {k: v for k, v in options.items() if v not in (None, False, "stateful")}
+        if given:
+            raise ConfigError(f"run on a Step takes no step options; got {sorted(given)}")
         return builder
-    from ..operators.limits import step_builder
-
-    return step_builder(builder, ttl=ttl, max_state_bytes=max_state_bytes, time=time,
-                        batch=batch, step_id=step_id)
+    return Step.of(builder, **options)

@@ -44,11 +44,11 @@ class Eof:
     does for a stream)."""
 
 
-Step = Union[Batch, Tick, Crash, Eof]
-Script = List[Step]
+ScriptStep = Union[Batch, Tick, Crash, Eof]
+Script = List[ScriptStep]
 
 
-def describe(script: Sequence[Step]) -> str:
+def describe(script: Sequence[ScriptStep]) -> str:
     """A readable, one-step-per-line rendering of a script (for failure reports)."""
     lines = []
     for number, step in enumerate(script):

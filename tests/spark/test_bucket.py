@@ -89,6 +89,7 @@ def test_a_foreign_bucket_state_is_a_config_error_naming_the_step():
     from pyspark.sql import types as T
 
     from sparkwax._driver import Driver
+    from sparkwax.step import Step
     from sparkwax.engine.columns import INTEGER, InputLayout
     from sparkwax.engine.host import NO_TIMEOUT
     from sparkwax.engine.outputs import OutputBuilder
@@ -96,7 +97,7 @@ def test_a_foreign_bucket_state_is_a_config_error_naming_the_step():
     from sparkwax.errors import ConfigError
     from sparkwax.testing.reference import Counter
 
-    host = PackedHost(Driver(Counter, step_id="counts"),
+    host = PackedHost(Driver(Step.of(Counter, step_id="counts")),
                       InputLayout(("v",), ("v",), (INTEGER,), True, (), None),
                       OutputBuilder(["key"], T.StructType([T.StructField("n", T.LongType())]),
                                     "counts"),

@@ -11,9 +11,10 @@ MODULES = [
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
     "sparkwax.testing.strategies.check", "sparkwax.state_cli", "sparkwax.operators.windowers",
     "sparkwax.operators.window_aggs", "sparkwax.demo.report", "sparkwax.paths", "sparkwax.progress",
-    "sparkwax.snapshot_json", "sparkwax.testing.sides",
+    "sparkwax.snapshot_json",
     "sparkwax.operators.window_out", "sparkwax.demo.options", "sparkwax.clock",
-    "sparkwax.metrics", "sparkwax.demo.hosts",
+    "sparkwax.metrics", "sparkwax.demo.hosts", "sparkwax.step", "sparkwax.sides",
+    "sparkwax.builders", "sparkwax.expiry", "sparkwax.limits",
 ]
 
 

@@ -162,11 +162,11 @@ def test_discard_as_last_item_removes_state_and_next_batch_starts_fresh(restore)
     builder, calls = counting(TransitionRecorder)
     runner = Runner(builder, restore=restore)
     runner.batch([("a", r(1)), ("b", r(2, discard=True))])
-    mid = runner.finish()
+    mid = runner.process_all_available()
     assert mid.live_keys == 1 and list(mid.snapshots) == ["a"]
     runner.batch([("b", r(3))])
     runner.eof()
-    result = runner.finish()
+    result = runner.process_all_available()
     assert result.by_key == {"a": [item(1), ("eof", (1,), 1)],
                              "b": [item(2), item(3), ("eof", (3,), 1)]}
     assert sorted(result.snapshots) == ["a", "b"]
@@ -228,9 +228,9 @@ def test_timer_equal_to_now_is_due_one_ms_before_is_not(restore):
     runner = Runner(TransitionRecorder, restore=restore)
     runner.batch([("k", r(1, notify=at))], now=T0)
     runner.tick(now=at - MS)
-    assert runner.finish().by_key == {"k": [item(1)]}
+    assert runner.process_all_available().by_key == {"k": [item(1)]}
     runner.tick(now=at)
-    assert runner.finish().by_key == {"k": [item(1), ("notify", at, 1)]}
+    assert runner.process_all_available().by_key == {"k": [item(1), ("notify", at, 1)]}
     # the same with data for the key in both batches
     script = [Batch([("k", r(1, notify=at))], now=T0), Batch([("k", r(2))], now=at - MS),
               Batch([("k", r(3))], now=at)]

@@ -12,6 +12,7 @@ import pytest
 import sparkwax as sw
 from sparkwax import LostStateWarning
 from sparkwax._driver import Driver
+from sparkwax.step import Step
 from sparkwax.testing import Batch, Eof, check_logic, run
 from sparkwax.testing.strategies import timestamped_items
 from sparkwax.testing.strategies.check import LogicCheckFailed
@@ -98,7 +99,7 @@ def test_the_spark_host_passes_the_committed_timer():
     import pandas as pd
 
     from sparkwax.engine.columns import InputLayout
-    from sparkwax.engine.host import EVENT, StreamingHost
+    from sparkwax.engine.host import StreamingHost
 
     class FakeState:
         exists, hasTimedOut = True, True
@@ -129,11 +130,11 @@ def test_the_spark_host_passes_the_committed_timer():
 
         metrics_frame = frame
 
-    driver = Driver(TimerOutsideSnapshot, step_id="alerts", time=TIME)
+    driver = Driver(Step.of(TimerOutsideSnapshot, step_id="alerts", time=TIME))
     first = driver.activate("a", None, [at(0)], 0)
     layout = InputLayout(names=("ts", "value"), sources=("ts", "value"), kinds=("o", "o"),
                          scalar=False, order_by=(), event_column="__sw_event_us")
-    host = StreamingHost(driver, layout, outputs=Outputs(), timeout=EVENT, single_key=True)
+    host = StreamingHost(driver, layout, outputs=Outputs(), timeout=TIME.spark_timeout, single_key=True)
     with pytest.warns(LostStateWarning, match="step 'alerts': TimerOutsideSnapshot"):
         list(host(("a",), iter([pd.DataFrame()]), FakeState((first.state, first.timer))))
 

@@ -22,9 +22,8 @@ from sparkwax.testing import Batch, Eof, check_logic, run
 from sparkwax.testing.strategies import timestamped_items
 
 REPO = Path(__file__).resolve().parents[2]
-MODULES = ["_base", "basic", "final", "collecting", "tagged", "joins", "connected",
-           "windowing", "window_aggs", "recipes", "ttl", "rules", "schemas", "running",
-           "sequence", "many_timers", "limits"]
+MODULES = ["basic", "final", "collecting", "joins", "windowing", "window_aggs", "recipes",
+           "rules", "running", "sequence", "many_timers"]
 
 
 def test_all_is_sorted_and_complete():
@@ -32,7 +31,7 @@ def test_all_is_sorted_and_complete():
     for name in ops.__all__:
         assert hasattr(ops, name), name
     for name in ("stateful_map", "stateful_flat_map", "collect", "fold_final", "reduce_final",
-                 "count_final", "max_final", "min_final", "join", "joiner", "connect",
+                 "count_final", "max_final", "min_final", "joiner",
                  "TumblingWindower", "SlidingWindower", "SessionWindower", "fold_window",
                  "collect_window", "count_window", "reduce_window", "max_window",
                  "min_window", "join_window", "deduplicate", "throttle", "session",
@@ -109,8 +108,8 @@ def _negative(value):
     ops.sum_window(ops.TumblingWindower("1 hour"), by="n"),
     ops.mean_window(ops.SessionWindower("1 hour"), by="n"),
     ops.with_state_limit(ops.count_final(), 1000),
-    ops.limits.step_builder(ops.count_final(), ttl=ops.Ttl("1 hour", flush=True),
-                            max_state_bytes=1000, time=sw.EventTime("ts")),
+    sw.Step.of(ops.count_final(), ttl=ops.Ttl("1 hour", flush=True),
+               max_state_bytes=1000, time=sw.EventTime("ts")).logic_builder(),
 ])
 def test_builders_pickle_and_build(builder):
     from pyspark import cloudpickle

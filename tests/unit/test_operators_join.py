@@ -10,7 +10,8 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.operators import Tagged, joiner, stateful_map, tag
-from sparkwax.operators.connected import SIDE_COLUMN, TaggedBuilder, TaggedLogic, TaggedTimerLogic
+from sparkwax.sides import SIDE_COLUMN, Sides
+from sparkwax.step import Step
 from sparkwax.operators.windowing import TumblingWindower, count_window
 from sparkwax.logic import overrides_notify_at
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
@@ -121,8 +122,8 @@ def test_tagged_values_run_in_event_time_offline():
     assert result.by_key == {"k": [(None, at(1)), (at(3), at(1))]}
 
 
-LAYOUT = (("orders", (("id", "__sw0_id"), ("ts", "__sw0_ts"))),
-          ("users", (("name", "__sw1_name"),)))
+UNION = Sides(("orders", "users"), layout=((("id", "__sw0_id"), ("ts", "__sw0_ts")),
+                                            (("name", "__sw1_name"),)))
 
 
 def row(side, **columns):
@@ -132,18 +133,18 @@ def row(side, **columns):
     return base
 
 
-def test_the_connect_adapter_turns_union_rows_into_tagged_values():
+def test_the_driver_turns_union_rows_into_tagged_values():
     seen = stateful_map(lambda state, item: (1, item))
-    builder = TaggedBuilder(seen, LAYOUT)
-    result = run(builder, [Batch([("k", row(0, __sw0_id=7, __sw0_ts=1)),
-                                  ("k", row(1, __sw1_name="ann"))])])
+    step = Step.of(seen, sides=UNION)
+    result = run(step, [Batch([("k", row(0, __sw0_id=7, __sw0_ts=1)),
+                               ("k", row(1, __sw1_name="ann"))])])
     assert result.by_key == {"k": [("orders", {"id": 7, "ts": 1}), ("users", {"name": "ann"})]}
     assert all(type(v) is Tagged for v in result.by_key["k"])
-    assert builder.__qualname__ == "stateful_map"
+    assert step.step_id == "stateful:stateful_map"
 
 
-def test_the_connect_adapter_keeps_timers_only_when_the_logic_has_them():
-    plain = TaggedBuilder(stateful_map(lambda s, v: (1, v)), LAYOUT)(None)
-    timed = TaggedBuilder(count_window(TumblingWindower("1 minute")), LAYOUT)(None)
-    assert type(plain) is TaggedLogic and not overrides_notify_at(type(plain))
-    assert type(timed) is TaggedTimerLogic and overrides_notify_at(type(timed))
+def test_a_connected_step_keeps_timers_only_when_the_logic_has_them():
+    plain = Step.of(stateful_map(lambda s, v: (1, v)), sides=UNION)
+    timed = Step.of(count_window(TumblingWindower("1 minute")), sides=UNION)
+    assert not plain.uses_timers() and timed.uses_timers()
+    assert not overrides_notify_at(type(plain.logic_builder()(None)))

@@ -56,25 +56,25 @@ def test_deduplicate_by_a_field_within_each_key():
 
 def test_deduplicate_forgets_ids_and_keys_after_ttl():
     runner = Runner(deduplicate(lambda v: v.get("id"), timedelta(seconds=10)), time=EVENT)
-    runner.step(Batch([("k", ev(0, 1, id="a")), ("k", ev(4, 2, id="b"))]))
-    runner.step(Batch([("clock", ev(11))]))     # watermark 4
-    runner.step(Batch([("clock", ev(12))]))     # watermark 11: "a" (0 + 10) is forgotten
-    assert runner.finish().snapshots["k"] == (("b", t(4)),)
-    runner.step(Batch([("clock", ev(30))]))     # watermark 12
-    result = runner.finish()                    # watermark 30: "b" too: the key goes
+    runner.play(Batch([("k", ev(0, 1, id="a")), ("k", ev(4, 2, id="b"))]))
+    runner.play(Batch([("clock", ev(11))]))     # watermark 4
+    runner.play(Batch([("clock", ev(12))]))     # watermark 11: "a" (0 + 10) is forgotten
+    assert runner.process_all_available().snapshots["k"] == (("b", t(4)),)
+    runner.play(Batch([("clock", ev(30))]))     # watermark 12
+    result = runner.process_all_available()                    # watermark 30: "b" too: the key goes
     assert "k" not in result.snapshots
 
 
 def test_deduplicate_forgets_every_expired_id_at_once():
     runner = Runner(deduplicate("id", timedelta(seconds=10)),
                     time=sw.EventTime("ts", watermark="1 minute"))
-    runner.step(Batch([("k", ev(0, 1, id="a")), ("k", ev(4, 2, id="b")),
+    runner.play(Batch([("k", ev(0, 1, id="a")), ("k", ev(4, 2, id="b")),
                        ("k", ev(15, 3, id="c"))]))
-    runner.step(Batch([("clock", ev(100, id="x"))]))   # watermark 0, then 40 s
+    runner.play(Batch([("clock", ev(100, id="x"))]))   # watermark 0, then 40 s
     assert recovery.decode(runner.blobs["k"], step_id="stateful", key="k") == (
         ("a", t(0)), ("b", t(4)), ("c", t(15)))
-    runner.step(Tick())     # k's timer (10 s) fires at 40 s: all three ids expired by then
-    result = runner.finish()
+    runner.play(Tick())     # k's timer (10 s) fires at 40 s: all three ids expired by then
+    result = runner.process_all_available()
     assert "k" not in result.snapshots                  # forgotten in one activation
     assert result.activations == 3                      # k, clock, k
     assert ns(result.by_key["k"]) == [1, 2, 3]
@@ -159,14 +159,14 @@ def test_session_closes_every_due_session_in_one_activation():
               Batch([("clock", ev(9000))])]         # watermark 0 s, then 5400 s
     runner = Runner(session("10 minutes"), time=sw.EventTime("ts", watermark="1 hour"))
     for step in script:
-        runner.step(step)
+        runner.play(step)
     assert runner.result.outputs == []
-    runner.step(Tick())                             # one activation of a closes all three
+    runner.play(Tick())                             # one activation of a closes all three
     assert runner.result.by_key == {"a": [{"start": t(0), "end": t(300), "events": 2},
                                           {"start": t(1800), "end": t(1800), "events": 1},
                                           {"start": t(3600), "end": t(3600), "events": 1}]}
     assert runner.result.activations == 3
-    assert sorted(runner.finish().snapshots) == ["clock"]
+    assert sorted(runner.process_all_available().snapshots) == ["clock"]
 
 
 # -- with_ttl -------------------------------------------------------------------------
@@ -235,12 +235,12 @@ def test_with_ttl_fires_the_inner_timer_and_expires_in_one_activation():
               Batch([("clock", ev(3000))])]     # watermark 60 s, then 50 min
     runner = Runner(with_ttl(Reminder, "20 minutes", flush=True), time=EVENT)
     for step in script:
-        runner.step(step)
+        runner.play(step)
     assert runner.result.outputs == []
-    runner.step(Tick())          # inner timer (5 min) and expiry (21 min) both passed
+    runner.play(Tick())          # inner timer (5 min) and expiry (21 min) both passed
     assert runner.result.by_key == {"a": [("reminder", 2), ("count", 2)]}
     assert runner.result.activations == 3
-    assert sorted(runner.finish().snapshots) == ["clock"]
+    assert sorted(runner.process_all_available().snapshots) == ["clock"]
 
 
 def test_with_ttl_skips_the_inner_timer_when_the_key_expired_before_it():
@@ -284,10 +284,10 @@ def test_with_rules_reloads_with_a_loader():
 
     op = with_rules(Rules(loader=loader, refresh="0 seconds"), limit_logic)
     runner = Runner(op)
-    runner.step(Batch([("a", 5)]))
+    runner.play(Batch([("a", 5)]))
     tables.append({"limit": 6})                   # the table changes between batches
-    runner.step(Batch([("a", 5)]))
-    assert runner.finish().by_key == {"a": [False, True]}
+    runner.play(Batch([("a", 5)]))
+    assert runner.process_all_available().by_key == {"a": [False, True]}
     cached = Rules(loader=loader)                  # no refresh: loaded once per process
     before = len(loads)
     assert cached.get() == cached.get() == {"limit": 6}

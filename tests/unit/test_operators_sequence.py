@@ -96,15 +96,15 @@ def test_one_step_patterns_emit_every_matching_value():
 
 def test_partial_matches_expire_by_timer_and_the_key_goes():
     runner = Runner(ops.sequence(BREAK_IN, within="5 minutes"), time=EVENT)
-    runner.step(Batch(attempts((0, "failed"), (1, "failed"))))
-    snapshot = runner.finish().snapshots["ann"]
+    runner.play(Batch(attempts((0, "failed"), (1, "failed"))))
+    snapshot = runner.process_all_available().snapshots["ann"]
     assert [len(values) for _, values in snapshot[1]] == [2, 1]   # two partial matches
-    assert runner.finish().timers["ann"] == t(5)                  # the earliest expiry
-    runner.step(Batch(attempts((5, "failed"), key="bob")))        # watermark 5: 0's expires
-    result = runner.finish()
+    assert runner.process_all_available().timers["ann"] == t(5)                  # the earliest expiry
+    runner.play(Batch(attempts((5, "failed"), key="bob")))        # watermark 5: 0's expires
+    result = runner.process_all_available()
     assert [[v["ts"] for v in values] for _, values in result.snapshots["ann"][1]] == [[t(1)]]
-    runner.step(Batch(attempts((30, "ok"), key="bob")))           # watermark 30
-    result = runner.finish()
+    runner.play(Batch(attempts((30, "ok"), key="bob")))           # watermark 30
+    result = runner.process_all_available()
     assert "ann" not in result.snapshots and result.outputs == []
 
 
@@ -133,12 +133,12 @@ def test_state_stays_bounded():
     items = attempts(*[(m / 100, "failed") for m in range(200)])
     runner = Runner(ops.sequence(BREAK_IN, within="1 hour", contiguity="relaxed"),
                     time=EVENT)
-    runner.step(Batch(items))
-    (next_id, partials, timers) = runner.finish().snapshots["ann"]
+    runner.play(Batch(items))
+    (next_id, partials, timers) = runner.process_all_available().snapshots["ann"]
     assert [len(values) for _, values in partials] == [3, 2, 1]
     assert len(timers) == 3 and next_id == 200
-    runner.step(Batch(attempts((3, "ok"))))
-    result = runner.finish()
+    runner.play(Batch(attempts((3, "ok"))))
+    result = runner.process_all_available()
     assert [[v["ts"] for v in match] for match in result.by_key["ann"]] == [
         [t(1.97), t(1.98), t(1.99), t(3)]]            # the latest, tightest match
 

@@ -164,9 +164,9 @@ def test_sessions_close_on_the_watermark_and_keys_keep_their_session_counter():
     runner = Runner(op, time=sw.EventTime("ts"))
     live = []
     for step in script:
-        runner.step(step)
+        runner.play(step)
         live.append(sorted(runner.blobs))
-    result = runner.finish()               # the trailing no-data batch: watermark 200
+    result = runner.process_all_available()               # the trailing no-data batch: watermark 200
     # as in Bytewax, a key numbers its sessions 0, 1, ... for as long as it lives,
     # so it keeps that counter (one int) after its sessions close
     assert live == [["a", "b"], ["a", "b", "c"], ["a", "b", "c"], ["a", "b", "c", "d"]]
@@ -217,15 +217,15 @@ JUMP = sw.EventTime("ts", watermark="30 minutes")
 
 def test_a_jump_past_three_tumbling_windows_closes_them_in_one_activation():
     runner = Runner(count_window(TEN), time=JUMP)
-    runner.step(Batch([("a", ev(1)), ("a", ev(12)), ("a", ev(25)), ("a", ev(27))]))
-    runner.step(Batch([("a", ev(55)), ("clock", ev(75))]))  # watermark still 0 here
+    runner.play(Batch([("a", ev(1)), ("a", ev(12)), ("a", ev(25)), ("a", ev(27))]))
+    runner.play(Batch([("a", ev(55)), ("clock", ev(75))]))  # watermark still 0 here
     assert runner.result.outputs == []
     assert runner.result.activations == 3
-    runner.step(Tick())                                      # watermark 45: a's timer fires
+    runner.play(Tick())                                      # watermark 45: a's timer fires
     assert runner.result.outputs == [("a", W(0, 0, 10, 1)), ("a", W(1, 10, 20, 1)),
                                      ("a", W(2, 20, 30, 2))]
     assert runner.result.activations == 4                    # a, once
-    result = runner.finish()
+    result = runner.process_all_available()
     # a's watermark is the last close time it closed, `known` the clock it saw
     assert result.snapshots["a"] == (t(30), t(45), ((5, t(50), t(60), 1, None),))
     assert result.timers == {"a": t(60), "clock": t(80)}
@@ -252,10 +252,10 @@ def test_in_processing_time_every_window_due_by_the_batch_time_closes():
     runner = Runner(count_window(TEN))
     emitted = []
     for step in script:
-        runner.step(step)
+        runner.play(step)
         emitted.append([w.window_id for _, w in runner.result.outputs[sum(map(len, emitted)):]])
     assert emitted == [[], [0], [1, 2]]
-    assert runner.finish().live_keys == 0
+    assert runner.process_all_available().live_keys == 0
 
 
 def test_the_key_watermark_is_the_last_close_time_closed_not_the_clock():
@@ -372,8 +372,8 @@ def test_snapshots_are_plain_data():
             (True, first_us, [(0, ev(0, "a")), (1, ev(1, "b"))], 0)):
         runner = Runner(join_window(SESSIONS, 2, insert_mode="product", ordered=ordered),
                         time=sw.EventTime("ts"))
-        runner.step(Batch([("k", Tagged(0, ev(0, "a"))), ("k", Tagged(1, ev(1, "b")))]))
-        snapshot = runner.finish().snapshots["k"]
+        runner.play(Batch([("k", Tagged(0, ev(0, "a"))), ("k", Tagged(1, ev(1, "b")))]))
+        snapshot = runner.process_all_available().snapshots["k"]
         assert snapshot == (None, None, ((window_id, t(0), t(11), 2, acc),), next_id)
         assert b"sparkwax" not in pickle.dumps(snapshot)   # no sparkwax classes inside
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import sparkwax as sw
 import sparkwax.operators as ops
 from sparkwax.logic import overrides_notify_at
-from sparkwax.operators.limits import step_builder
+from sparkwax.step import Step
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, check_logic, run, run_bounded
 from sparkwax.testing.reference import BatchCounter, Counter, SessionTracker
 from sparkwax.testing.strategies import timestamped_items
@@ -84,15 +84,15 @@ def test_step_ttl_errors():
     with pytest.raises(sw.ConfigError, match="StatefulBatchLogic"):
         run(BatchCounter, [Batch([("k", 1)])], batch=True, ttl="1 minute")
     with pytest.raises(sw.ConfigError, match="drop value="):
-        step_builder(Counter, ttl="1 minute", time=EVENT, value="amount", step_id="s")
+        Step.of(Counter, ttl="1 minute", time=EVENT, value="amount", step_id="s")
     with pytest.raises(sw.ConfigError, match="ttl"):
         run(Counter, [Batch([("k", 1)])], ttl="soon")
     with pytest.raises(sw.ConfigError, match="flush"):
         ops.with_ttl(Counter, "1 minute", flush="yes")
 
 
-def test_step_builder_without_options_is_the_builder():
-    assert step_builder(Counter, time=EVENT) is Counter
+def test_a_step_without_options_builds_with_the_users_builder():
+    assert Step.of(Counter, time=EVENT).logic_builder() is Counter
 
 
 def test_with_ttl_on_the_clock_without_a_clock_never_expires():

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 import pytest
 
 from sparkwax import ConfigError, EventTime, ProcessingTime
-from sparkwax.timers import (EPOCH, UTC, armed_timeout, duration_ms, event_timeout_ms,
+from sparkwax.timers import (EPOCH, UTC, duration_ms, event_timeout_ms,
                              from_epoch_ms, is_due, processing_timeout_duration_ms,
                              require_aware, timeout_fired, timer_ms, to_epoch_ms, to_epoch_us)
 
@@ -169,7 +169,7 @@ def test_is_due(timer, now, due):
 ])
 def test_event_timeout_ms(timer, now, armed):
     assert event_timeout_ms(timer, now) == armed
-    assert armed_timeout("event", timer, now) == armed
+    assert EventTime("ts").armed_timeout(timer, now) == armed
 
 
 @pytest.mark.parametrize("timer, now, duration", [
@@ -177,7 +177,7 @@ def test_event_timeout_ms(timer, now, armed):
 ])
 def test_processing_timeout_duration_is_positive(timer, now, duration):
     assert processing_timeout_duration_ms(timer, now) == duration
-    assert armed_timeout("processing", timer, now) == now + duration
+    assert ProcessingTime().armed_timeout(timer, now) == now + duration
 
 
 @pytest.mark.parametrize("timeout, now, fired", [
@@ -187,28 +187,31 @@ def test_timeout_fired_is_strict(timeout, now, fired):
     assert timeout_fired(timeout, now) is fired
 
 
+MODES = {"event": EventTime("ts"), "processing": ProcessingTime()}
+
+
 @pytest.mark.parametrize("kind", ["event", "processing"])
 def test_host_wakes_a_future_timer_exactly_when_due(kind):
     armed_at = 1_000
     for timer in range(armed_at + 2, armed_at + 6):
-        timeout = armed_timeout(kind, timer, armed_at)
+        timeout = MODES[kind].armed_timeout(timer, armed_at)
         wakes = [now for now in range(armed_at, timer + 5) if timeout_fired(timeout, now)]
         assert wakes[0] == timer
 
 
 def test_processing_timer_one_ms_ahead_wakes_one_ms_late():
     # Spark's ProcessingTimeTimeout needs a duration > 0 and fires on timeout < now
-    timeout = armed_timeout("processing", 1_001, 1_000)
+    timeout = ProcessingTime().armed_timeout(1_001, 1_000)
     assert not timeout_fired(timeout, 1_001)
     assert timeout_fired(timeout, 1_002)
     # event time can arm exactly
-    assert timeout_fired(armed_timeout("event", 1_001, 1_000), 1_001)
+    assert timeout_fired(EventTime("ts").armed_timeout(1_001, 1_000), 1_001)
 
 
 @pytest.mark.parametrize("kind", ["event", "processing"])
 def test_still_due_timer_is_not_refired_at_the_same_now(kind):
     for timer in (900, 1_000):
-        timeout = armed_timeout(kind, timer, 1_000)
+        timeout = MODES[kind].armed_timeout(timer, 1_000)
         assert not timeout_fired(timeout, 1_000)
         assert timeout_fired(timeout, 1_002)
 

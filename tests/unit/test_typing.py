@@ -45,8 +45,16 @@ USER_CODE = textwrap.dedent("""
                           stateful_batch)
 
 
-    class Counter(StatefulLogic):
-        pass
+    class Counter(StatefulLogic[int, int, int]):
+        def __init__(self, resume: int | None = None) -> None:
+            self.n = resume or 0
+
+        def on_item(self, value: int) -> tuple[list[int], bool]:
+            self.n += 1
+            return [self.n], sw.RETAIN
+
+        def snapshot(self) -> int:
+            return self.n
 
 
     def good(df: DataFrame) -> DataFrame:

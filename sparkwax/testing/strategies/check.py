@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional
 from hypothesis import HealthCheck, given, settings as hypothesis_settings
 
 from ...errors import SparkwaxError
+from ...step import Step
 from ..runner import RunResult, run
 from ..script import Crash, describe
 from . import scripts as scripts_strategy
@@ -81,14 +82,8 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
     ``timestamped_items``); ``time``, ``batch``, ``order_by``, ``ttl``,
     ``max_state_bytes`` and ``sides`` (a connected step's side names) as for run().
     """
-    if sides is None:
-        sides = getattr(builder, "sides", None)  # a join builder's, before wrapping
-    if ttl is not None or max_state_bytes is not None:
-        from ...operators.limits import step_builder
-
-        builder = step_builder(builder, ttl=ttl, max_state_bytes=max_state_bytes, time=time,
-                               batch=batch, step_id=step_id)
-    options = dict(time=time, batch=batch, order_by=order_by, step_id=step_id, sides=sides)
+    step = Step.of(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
+                   ttl=ttl, max_state_bytes=max_state_bytes, sides=sides)
     strategy = scripts_strategy(items=items, time=time, eof=eof)
     chosen = settings or hypothesis_settings(
         max_examples=max_examples, deadline=None, database=None,
@@ -97,25 +92,25 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
     @chosen
     @given(strategy)
     def property_test(script):
-        _check_script(builder, script, options)
+        _check_script(step, script)
 
     property_test()
 
 
-def _check_script(builder, script, options) -> None:
-    calm = [step for step in script if not isinstance(step, Crash)]
-    live = run(builder, calm, restore="on_crash", **options)
-    spark_like = run(builder, script, restore="always", **options)
-    crashed_live = run(builder, script, restore="on_crash", **options)
+def _check_script(step: Step, script) -> None:
+    calm = [action for action in script if not isinstance(action, Crash)]
+    live = run(step, calm, restore="on_crash")
+    spark_like = run(step, script, restore="always")
+    crashed_live = run(step, script, restore="on_crash")
     if spark_like.lost_state:
         _fail("lost_state", script, "\n".join(spark_like.lost_state))
     _compare("restore", script, live, spark_like, "restored every activation (as on Spark)")
     _compare("restore", script, live, crashed_live, "live objects, crashing where the script says")
-    again = run(builder, script, restore="always", **options)
+    again = run(step, script, restore="always")
     if again.outputs != spark_like.outputs or not _same(again.snapshots, spark_like.snapshots):
         _fail("determinism", script, _diff(spark_like, again, "second identical run"))
     for key, snapshot in spark_like.snapshots.items():
-        _check_roundtrip(builder, script, key, snapshot)
+        _check_roundtrip(step.logic_builder(), script, key, snapshot)
 
 
 def _compare(prop: str, script, expected: RunResult, actual: RunResult, label: str) -> None:

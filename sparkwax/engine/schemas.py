@@ -1,4 +1,4 @@
-"""Output schemas derived from an input DataFrame (pyspark imported lazily).
+"""Output schemas derived from an input DataFrame.
 
 Operators that emit input values (``deduplicate``, ``throttle``, late window
 values, ``collect``...) need the input's columns in their ``output_schema``:
@@ -9,24 +9,12 @@ values, ``collect``...) need the input's columns in their ``output_schema``:
 
 from __future__ import annotations
 
-from typing import List, Sequence, Union
+from pyspark.sql import types as T
 
-KeySpec = Union[str, Sequence[str]]
-
-
-def key_list(key: KeySpec) -> List[str]:
-    """One key column or several, as a list.
-
-    >>> key_list("user"), key_list(("user", "day"))
-    (['user'], ['user', 'day'])
-    """
-    return [key] if isinstance(key, str) else list(key)
-
+from ..builders import KeySpec, key_list
 
 def ddl(data_type) -> str:
     """A Spark data type as DDL, field names quoted (nested types included)."""
-    from pyspark.sql import types as T
-
     if isinstance(data_type, T.StructType):
         inner = ", ".join(f"{_quote(f.name)}: {ddl(f.dataType)}" for f in data_type.fields)
         return f"struct<{inner}>"

@@ -1,0 +1,169 @@
+"""What every operator shares: picklable builders, time fields and durations.
+
+An operator is a ``StatefulLogic`` class plus a thin function that returns an
+:class:`OperatorBuilder`: ``builder(resume_state_or_None) -> logic``. The
+builder holds the operator's configuration (picklable: Spark ships it to the
+workers with cloudpickle), and the logic's snapshot holds plain data only.
+
+>>> from datetime import datetime, timezone
+>>> get = time_getter("ts")
+>>> get({"ts": datetime(2024, 1, 1, tzinfo=timezone.utc)}).isoformat()
+'2024-01-01T00:00:00+00:00'
+>>> as_timedelta("90 seconds")
+datetime.timedelta(seconds=90)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Callable, List, Optional, Sequence, Union, cast
+
+from .errors import ConfigError
+from .timers import EPOCH, UTC, duration_ms
+
+Duration = Union[str, timedelta]
+KeySpec = Union[str, Sequence[str]]
+FieldSpec = Union[None, str, Callable[[Any], Any]]
+
+
+class OperatorBuilder:
+    """``builder(resume) -> logic`` for an operator: ``logic(config, resume)``.
+
+    ``__qualname__`` is the operator's name, so a Spark step defaults to
+    ``stateful:<operator>`` in error messages. ``sides`` names the inputs of
+    a join (None for one input): the offline runner keeps a watermark per side.
+    """
+
+    def __init__(self, name: str, logic: type, config: Any, sides: Optional[tuple] = None):
+        self.__qualname__ = name
+        self.logic = logic
+        self.config = config
+        self.sides = sides
+
+    def __call__(self, resume: Any = None):
+        return self.logic(self.config, resume)
+
+    def __repr__(self) -> str:
+        return f"<sparkwax operator {self.__qualname__}>"
+
+
+def as_timedelta(value: Duration, what: str = "duration") -> timedelta:
+    """A non-negative duration from a timedelta or a string such as ``"10 minutes"``."""
+    if isinstance(value, timedelta):
+        if value < timedelta(0):
+            raise ConfigError(f"{what} must not be negative, got {value!r}")
+        return value
+    try:
+        return timedelta(milliseconds=duration_ms(value))
+    except ConfigError as error:
+        raise ConfigError(f"{what}: {error}") from None
+
+
+def optional_timedelta(value: Optional[Duration], what: str) -> Optional[timedelta]:
+    return None if value is None else as_timedelta(value, what)
+
+
+def aware(moment: Any, what: str = "time") -> datetime:
+    """``moment`` as an aware UTC datetime (a naive one is refused)."""
+    if not isinstance(moment, datetime):
+        raise ConfigError(f"{what} must be an aware datetime, got {moment!r}")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ConfigError(f"{what} must be timezone-aware (e.g. tzinfo=timezone.utc), "
+                          f"got {moment!r}")
+    return moment.astimezone(UTC)
+
+
+class Field:
+    """``value[name]``: a picklable getter for a field of a dict value."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, value):
+        return value[self.name]
+
+    def __getstate__(self):
+        return self.name
+
+    def __setstate__(self, state):
+        self.name = state
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r})"
+
+
+def field_getter(spec: FieldSpec, what: str = "field") -> Optional[Callable[[Any], Any]]:
+    """None, a field name (``value[name]``) or a callable, as a callable (or None)."""
+    if spec is None or callable(spec):
+        return spec
+    if isinstance(spec, str):
+        return Field(spec)
+    raise ConfigError(f"{what} must be a field name or a callable, got {spec!r}")
+
+
+class TimeOf:
+    """The time of a value: ``value[field]`` or ``fn(value)``, an aware datetime."""
+
+    __slots__ = ("get",)
+
+    def __init__(self, get: Callable[[Any], Any]):
+        self.get = get
+
+    def __call__(self, value) -> datetime:
+        moment = self.get(value)
+        if type(moment) is datetime and moment.tzinfo is UTC:
+            return moment
+        if not isinstance(moment, datetime) or moment.utcoffset() is None:
+            raise TypeError(f"the time of a value must be an aware datetime, got {moment!r} "
+                            f"(from {self.get!r})")
+        return moment.astimezone(UTC)
+
+    def __getstate__(self):
+        return self.get
+
+    def __setstate__(self, state):
+        self.get = state
+
+
+def time_getter(ts: FieldSpec) -> TimeOf:
+    """How an operator reads a value's time: a field name or a callable."""
+    if ts is None:
+        raise ConfigError("this operator needs ts= (a field name or a callable giving "
+                          "each value's aware datetime)")
+    return TimeOf(cast(Callable[[Any], Any], field_getter(ts, "ts")))
+
+
+def epoch_us(moment: datetime) -> int:
+    delta = moment - EPOCH
+    return delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
+
+
+def later(a: Optional[datetime], b: Optional[datetime]) -> Optional[datetime]:
+    """The later of two optional datetimes."""
+    if a is None:
+        return b
+    if b is None or a >= b:
+        return a
+    return b
+
+
+def identity(value):
+    return value
+
+
+def two_tuple(result, what: str):
+    """Unpack a user function's ``(state, out)`` result with a clear error."""
+    if type(result) is not tuple or len(result) != 2:
+        raise TypeError(f"{what} must return a 2-tuple (new_state, output); got {result!r}")
+    return result
+
+
+def key_list(key: KeySpec) -> List[str]:
+    """One key column or several, as a list.
+
+    >>> key_list("user"), key_list(("user", "day"))
+    (['user'], ['user', 'day'])
+    """
+    return [key] if isinstance(key, str) else list(key)
