@@ -9,6 +9,7 @@ tests/unit/test_cross_host.py runs them offline (restore "always" and
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional
@@ -66,3 +67,74 @@ CASES = [
          {"a": ["first", "second"]},
          {"time": sw.EventTime("ts", watermark="10 minutes"), "order_by": "seq"}),
 ]
+
+
+# --- the checks every host runs from the Step (issue 20's drift bugs) ---
+
+BAD_TIMES = ["event", sw.EventTime, 5]   # not a time mode: a ConfigError on every entry point
+
+
+class LockedAtEof(sw.StatefulLogic):
+    """Counts and emits the count at EOF, then discards; its snapshot cannot be
+    pickled, so the first commit a stream makes fails: bounded mode must fail
+    too (it commits nothing when a key discards at EOF)."""
+
+    def __init__(self, resume=None):
+        self.n = 0
+
+    def on_item(self, value):
+        self.n += 1
+        return [], sw.RETAIN
+
+    def on_eof(self):
+        return [self.n], sw.DISCARD
+
+    def snapshot(self):
+        return threading.Lock()
+
+
+def builder_holding_a_lock():
+    """A builder Spark cannot ship (its closure holds a lock)."""
+    lock = threading.Lock()
+
+    def build(resume=None):
+        assert lock is not None
+        return Tags(resume)
+    return build
+
+
+class TimerOutsideSnapshot(sw.StatefulLogic):
+    """Keeps its next timer outside snapshot(): a rebuilt logic has another
+    notify_at() than the one that committed (a LostStateWarning)."""
+
+    def __init__(self, resume=None):
+        self.count = resume or 0
+        self.deadline = None
+
+    def on_item(self, value):
+        self.count += 1
+        self.deadline = value["ts"] + timedelta(hours=1)
+        return [], sw.RETAIN
+
+    def notify_at(self):
+        return self.deadline
+
+    def on_eof(self):
+        return [self.count], sw.DISCARD
+
+    def snapshot(self):
+        return self.count
+
+
+class Counted(sw.StatefulLogic):
+    """Counts a key's values (a small retained state for the state tools)."""
+
+    def __init__(self, resume=None):
+        self.n = resume or 0
+
+    def on_item(self, value):
+        self.n += 1
+        return [self.n], sw.RETAIN
+
+    def snapshot(self):
+        return self.n

@@ -259,21 +259,11 @@ def finish(checkpoint: str, *, builder: Builder, output_schema: Any,
     key_type = frame.schema["key"].dataType
     out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
-    single = len(key_type.fields) == 1
-
     key_names = key_type.fieldNames()
+    ends = FinishHost(driver, outputs, key_names, now_ms)
 
-    def end_keys(frames: Iterator) -> Iterator:
-        for part in frames:
-            keys = list(zip(*(part[name].tolist() for name in key_names)))
-            for key_values, blob, timer in zip(keys, part[_BLOB].tolist(),
-                                               part[_TIMER].tolist()):
-                key = plain_key(key_values, single)
-                committed = None if timer is None or timer != timer else int(timer)
-                act = driver.activate(key, bytes(blob), (), now_ms, eof=True,
-                                      committed_timer=committed)
-                if act.emits:
-                    yield outputs.frame(key, key_values, act.emits)
+    def end_keys(frames: Iterator[Any]) -> Iterator[Any]:  # a plain function for pyspark
+        return ends(frames)
 
     from pyspark.sql import functions as F
 
@@ -281,6 +271,29 @@ def finish(checkpoint: str, *, builder: Builder, output_schema: Any,
                         F.col("value.groupState.snapshot").alias(_BLOB),
                         F.col("value.groupState.timer").alias(_TIMER))
     return flat.mapInPandas(ship_function(spark, end_keys), schema=out_schema)
+
+
+class FinishHost:
+    """``finish`` of a per-key step, on the executors (``mapInPandas`` over
+    the state rows: key columns, the stored blob and its committed timer)."""
+
+    def __init__(self, driver: Driver, outputs: OutputBuilder, key_names: List[str],
+                 now_ms: int):
+        self.driver, self.outputs, self.key_names, self.now_ms = (driver, outputs, key_names,
+                                                                  now_ms)
+
+    def __call__(self, frames: Iterator[Any]) -> Iterator[Any]:
+        single = len(self.key_names) == 1
+        for part in frames:
+            keys = list(zip(*(part[name].tolist() for name in self.key_names)))
+            for key_values, blob, timer in zip(keys, part[_BLOB].tolist(),
+                                               part[_TIMER].tolist()):
+                key = plain_key(key_values, single)
+                committed = None if timer is None or timer != timer else int(timer)
+                act = self.driver.activate(key, bytes(blob), (), self.now_ms, eof=True,
+                                           committed_timer=committed)
+                if act.emits:
+                    yield self.outputs.frame(key, key_values, act.emits)
 
 
 def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0,

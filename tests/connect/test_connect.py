@@ -171,7 +171,7 @@ def test_operator_helpers_over_connect(remote):
                                     "order_id string, ts timestamp, total double")
     payments = remote.createDataFrame([("o1", T0(5), 20), ("o1", T0(6), 10), ("o2", T0(4), 13)],
                                       "order_id string, ts timestamp, paid long")
-    joined = ops.join(orders, payments, key="order_id", names=["orders", "payments"],
+    joined = sw.join(orders, payments, key="order_id", names=["orders", "payments"],
                       time=sw.EventTime("ts", watermark="1 hour"))
     assert sorted((r.order_id, r.orders.total, r.payments.paid) for r in joined.collect()) == \
         [("o1", 30.0, 20), ("o2", 12.5, 13)]

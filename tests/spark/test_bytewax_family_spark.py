@@ -1,6 +1,6 @@
 """Bytewax 0.21.1's operator family on a bounded Spark run: the same cases as
 tests/unit/test_bytewax_family.py (see tests/bytewax_family.py), each through
-``sw.stateful`` / ``ops.connect`` on DataFrames (arrival order replayed with
+``sw.stateful`` / ``sw.connect`` on DataFrames (arrival order replayed with
 ``order_by="seq"``), compared per key with Bytewax's own ``run_main``."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def spark_result(case, frames):
     time = TIME if case.windowed else None
     if case.joined:
         schema = case.schema or f"left {VALUE_STRUCT}, right {VALUE_STRUCT}"
-        out = ops.connect(frames["left"], frames["right"], key="key", builder=case.builder,
+        out = sw.connect(frames["left"], frames["right"], key="key", builder=case.builder,
                           names=["left", "right"], output_schema=schema, time=time,
                           order_by="seq")
     else:

@@ -122,13 +122,13 @@ def test_stateful_map_and_flat_map(events):
 
 def test_final_family(events):
     by_amount = sw.stateful(events, key="user", builder=ops.max_final(by="amount"),
-                            output_schema=ops.value_fields(events, "user"), time=TIME)
+                            output_schema=sw.value_fields(events, "user"), time=TIME)
     same(by_amount, run_bounded(ops.max_final(by="amount"), offline_items(), time=TIME))
     cases = [
         (ops.count_final(), "n long"),
-        (ops.min_final(by=lambda v: (v["amount"], v["id"])), ops.value_fields(events, "user")),
+        (ops.min_final(by=lambda v: (v["amount"], v["id"])), sw.value_fields(events, "user")),
         (ops.reduce_final(lambda a, b: a if a["ts"] > b["ts"] else b),
-         ops.value_fields(events, "user")),
+         sw.value_fields(events, "user")),
         (ops.fold_final(lambda: 0.0, lambda acc, v: acc + v["amount"]), "total double"),
     ]
     for builder, schema in cases:
@@ -142,7 +142,7 @@ def test_final_family(events):
 def test_collect(events):
     op = ops.collect(timedelta(minutes=5), 3)
     frame = sw.stateful(events, key="user", builder=op, time=TIME,
-                        output_schema=f"batch array<{ops.value_struct(events, 'user')}>")
+                        output_schema=f"batch array<{sw.value_struct(events, 'user')}>")
     expected = run_bounded(op, offline_items(), time=TIME)
     same(frame, expected)
     assert [[v["id"] for v in b] for b in expected.by_key["ann"]] == [
@@ -174,7 +174,7 @@ def join_offline(orders, payments, **modes):
                                    dict(emit_mode="running", insert_mode="first")])
 def test_join_dataframes(orders_and_payments, modes):
     orders, payments = orders_and_payments
-    joined = ops.join(orders, payments, key="order_id", names=["orders", "payments"],
+    joined = sw.join(orders, payments, key="order_id", names=["orders", "payments"],
                       time=sw.EventTime("ts", watermark="1 hour"), **modes)
     assert joined.columns == ["order_id", "orders", "payments"]
     same(joined, join_offline(orders, payments, **modes))
@@ -184,7 +184,7 @@ def test_join_complete(orders_and_payments):
     orders, payments = orders_and_payments
     matched = [F.col("order_id").isin("o1", "o2")]
     orders, payments = orders.where(*matched), payments.where(*matched)
-    joined = ops.join(orders, payments, key="order_id", names=["orders", "payments"],
+    joined = sw.join(orders, payments, key="order_id", names=["orders", "payments"],
                       time=sw.EventTime("ts", watermark="1 hour"))
     same(joined, join_offline(orders, payments))
     rows = sorted(joined.collect())
@@ -194,7 +194,7 @@ def test_join_complete(orders_and_payments):
 
 def test_bounded_join_with_unmatched_keys(orders_and_payments):
     orders, payments = orders_and_payments
-    joined = ops.join(orders, payments, key="order_id")
+    joined = sw.join(orders, payments, key="order_id")
     assert sorted(r.order_id for r in joined.collect()) == ["o1", "o2"]
 
 
@@ -220,7 +220,7 @@ class OrderStatus(sw.StatefulLogic):
 
 def test_connect(orders_and_payments):
     orders, payments = orders_and_payments
-    frame = ops.connect(orders, payments, key="order_id", builder=OrderStatus,
+    frame = sw.connect(orders, payments, key="order_id", builder=OrderStatus,
                         names=["orders", "payments"],
                         output_schema="side string, paid long, status string", order_by="ts")
     got = spark_by_key(frame)
@@ -237,7 +237,7 @@ TEN = ops.TumblingWindower(timedelta(minutes=10), align_to=T0)
 
 def test_tumbling_windows_with_late_values(events):
     op = ops.count_window(TEN, lateness="2 minutes")
-    schema = ops.window_schema("long", late=ops.value_struct(events, "user"))
+    schema = ops.window_schema("long", late=sw.value_struct(events, "user"))
     order = sw.EventTime("ts", watermark="1 hour")
     # in order of amount, ann's e4 (30 min, 1.0) comes first: it moves ann's watermark
     # to 28 min, so her values in [0, 10) and [10, 20) that follow are late
@@ -258,7 +258,7 @@ def test_tumbling_windows_with_late_values(events):
 @pytest.mark.parametrize("name", ["sliding_collect", "session_fold", "session_max",
                                   "tumbling_min", "tumbling_reduce", "session_count"])
 def test_window_aggregations(events, name):
-    value = ops.value_struct(events, "user")
+    value = sw.value_struct(events, "user")
     sliding = ops.SlidingWindower("10 minutes", "5 minutes", align_to=T0)
     sessions = ops.SessionWindower("6 minutes")
     op, value_type = {
@@ -295,10 +295,10 @@ def test_join_window(orders_and_payments):
     orders, payments = orders_and_payments
     names = ["orders", "payments"]
     op = ops.join_window(TEN, names, emit_mode="final")
-    pair = (f"struct<orders: {ops.value_struct(orders, 'order_id')}, "
-            f"payments: {ops.value_struct(payments, 'order_id')}>")
+    pair = (f"struct<orders: {sw.value_struct(orders, 'order_id')}, "
+            f"payments: {sw.value_struct(payments, 'order_id')}>")
     time = sw.EventTime("ts", watermark="1 hour")
-    frame = ops.connect(orders, payments, key="order_id", builder=op, names=names, time=time,
+    frame = sw.connect(orders, payments, key="order_id", builder=op, names=names, time=time,
                         output_schema=ops.window_schema(pair))
     expected = run_bounded(op, list(_tagged_items(orders, payments)), time=time)
     got = spark_by_key(frame)
@@ -320,7 +320,7 @@ def _tagged_items(orders, payments):
 
 
 def test_deduplicate_and_throttle(events):
-    fields = ops.value_fields(events, "user")
+    fields = sw.value_fields(events, "user")
     dedup = ops.deduplicate("id", "10 minutes")
     frame = sw.stateful(events, key="user", builder=dedup, output_schema=fields, time=TIME)
     expected = run_bounded(dedup, offline_items(), time=TIME)
@@ -329,7 +329,7 @@ def test_deduplicate_and_throttle(events):
 
     limit = ops.throttle(2, "5 minutes", overflow="flag")
     frame = sw.stateful(events, key="user", builder=limit, time=TIME,
-                        output_schema=f"passed boolean, value {ops.value_struct(events, 'user')}")
+                        output_schema=f"passed boolean, value {sw.value_struct(events, 'user')}")
     expected = run_bounded(limit, offline_items(), time=TIME)
     same(frame, expected)
     assert [v.passed for v in expected.by_key["ann"]] == [True, True, False, True, True, True]
@@ -442,7 +442,7 @@ def test_streaming_join_of_two_file_streams(spark, tmp_path):
         .json(str(folders["orders"]))
     payments = spark.readStream.schema("order_id string, ts timestamp, paid long, "
                                        "method string").json(str(folders["payments"]))
-    joined = ops.join(orders, payments, key="order_id", names=["orders", "payments"],
+    joined = sw.join(orders, payments, key="order_id", names=["orders", "payments"],
                       time=sw.EventTime("ts", watermark="1 hour"))
     rows = []
     query = (joined.writeStream.foreachBatch(lambda frame, _: rows.extend(frame.collect()))
@@ -474,7 +474,7 @@ def _big(value):
 
 @HOSTS
 def test_filter_fold_reduce_and_window_means(events, host, buckets):
-    fields = ops.value_fields(events, "user")
+    fields = sw.value_fields(events, "user")
     cases = [
         (ops.stateful_filter(lambda top, v: (max(top or 0.0, v["amount"]),
                                              top is None or v["amount"] > top)), fields),
@@ -497,7 +497,7 @@ def test_filter_fold_reduce_and_window_means(events, host, buckets):
 def test_sequence_on_a_bounded_dataframe(events, host, buckets, contiguity):
     op = ops.sequence([_small, _small, _big], within="30 minutes", contiguity=contiguity)
     frame = sw.stateful(events, key="user", builder=op, time=TIME, host=host, buckets=buckets,
-                        output_schema=f"matched array<{ops.value_struct(events, 'user')}>")
+                        output_schema=f"matched array<{sw.value_struct(events, 'user')}>")
     expected = run_bounded(op, offline_items(), time=TIME)
     same(frame, expected)
     assert expected.outputs                     # something matched
@@ -625,7 +625,7 @@ def test_card_testing_sequence_on_the_demo_clickstream(spark, host, buckets):
     time = sw.EventTime("ts", watermark="5 minutes")
     alerts = sw.stateful(frame, key="card_id", builder=op, time=time, host=host,
                          buckets=buckets,
-                         output_schema=f"matched array<{ops.value_struct(frame, 'card_id')}>")
+                         output_schema=f"matched array<{sw.value_struct(frame, 'card_id')}>")
     expected = run_bounded(op, [(r[0], dict(zip(columns[1:], r[1:]))) for r in rows],
                            time=time)
     same(alerts, expected)

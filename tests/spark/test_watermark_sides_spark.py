@@ -95,7 +95,7 @@ def _run_two_batches(frame, folders, checkpoint):
 
 def test_streaming_connect_keeps_the_slow_sides_rows(spark, tmp_path):
     folders, readings, maintenance = _streams(spark, tmp_path)
-    frame = ops.connect(readings, maintenance, key="machine", builder=SideLog, names=SIDES,
+    frame = sw.connect(readings, maintenance, key="machine", builder=SideLog, names=SIDES,
                         time=TIME, output_schema="side string, minute long")
     rows = _run_two_batches(frame, folders, tmp_path / "checkpoint")
     got = sorted((r.side, r.minute) for r in rows)
@@ -107,7 +107,7 @@ def test_streaming_connect_keeps_the_slow_sides_rows(spark, tmp_path):
 
 def test_streaming_join_keeps_the_slow_sides_rows(spark, tmp_path):
     folders, readings, maintenance = _streams(spark, tmp_path)
-    joined = ops.join(readings, maintenance, key="machine", names=SIDES, time=TIME,
+    joined = sw.join(readings, maintenance, key="machine", names=SIDES, time=TIME,
                       insert_mode="last", emit_mode="running")
     rows = _run_two_batches(joined, folders, tmp_path / "checkpoint")
     minutes = sorted(r.readings.seq for r in rows if r.readings is not None)
@@ -123,7 +123,7 @@ def test_bounded_connect_keeps_a_watermark_per_side(spark):
     readings = frame_of(FIRST["readings"] + SECOND["readings"], READINGS)
     maintenance = frame_of(FIRST["maintenance"], MAINTENANCE)
     # order by arrival (seq): the maintenance event (seq 3) comes before later readings
-    frame = ops.connect(readings, maintenance, key="machine", builder=SideLog, names=SIDES,
+    frame = sw.connect(readings, maintenance, key="machine", builder=SideLog, names=SIDES,
                         time=TIME, order_by="seq", output_schema="side string, minute long")
     got = [(r.side, r.minute) for r in frame.collect()]
     items = [i for step in offline_script() for i in step.items]
@@ -138,5 +138,5 @@ def test_connect_needs_a_timestamp_event_column_on_every_side(spark):
     texts = spark.createDataFrame([("m1", "2024-01-01", 2, "ann")],
                                   "machine string, ts string, seq long, crew string")
     with pytest.raises(sw.ConfigError, match="side 'maintenance'.*'ts' must be a timestamp"):
-        ops.connect(readings, texts, key="machine", builder=SideLog, names=SIDES, time=TIME,
+        sw.connect(readings, texts, key="machine", builder=SideLog, names=SIDES, time=TIME,
                     output_schema="side string, minute long")

@@ -10,10 +10,11 @@ import sys
 import pytest
 
 import sparkwax as sw
-from sparkwax.testing import Batch, Crash, run, run_bounded
+from sparkwax.testing import Batch, Crash, Eof, Runner, check_logic, run, run_bounded
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from cross_host import CASES, Tags, row  # noqa: E402
+from cross_host import (BAD_TIMES, CASES, LockedAtEof, Tags, TimerOutsideSnapshot,  # noqa: E402
+                        builder_holding_a_lock, row)
 
 BY_NAME = pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 
@@ -68,3 +69,50 @@ def test_a_callable_order_by_is_offline_only_and_its_errors_name_the_key():
 def test_incomparable_order_by_values_are_an_input_error():
     with pytest.raises(sw.InputError, match="order_by values cannot be compared"):
         run(Tags, [Batch([row("a", "b", 2), ("a", {"seq": "x", "tag": "c"})])], order_by="seq")
+
+
+# --- every check runs on every offline entry point (the Step's) ---
+
+OFFLINE_ENTRIES = {
+    "run": lambda builder, **o: run(builder, [Batch([row("a", "x")])], **o),
+    "run_on_crash": lambda builder, **o: run(builder, [Batch([row("a", "x")])],
+                                             restore="on_crash", **o),
+    "run_bounded": lambda builder, **o: run_bounded(builder, [row("a", "x")], **o),
+    "Runner": lambda builder, **o: Runner(builder, **o),
+    "check_logic": lambda builder, **o: check_logic(builder, max_examples=2, **o),
+}
+ENTRIES = pytest.mark.parametrize("entry", sorted(OFFLINE_ENTRIES))
+
+
+@ENTRIES
+@pytest.mark.parametrize("time", BAD_TIMES, ids=repr)
+def test_a_bad_time_mode_is_refused_by_every_entry_point(entry, time):
+    # run_bounded used to skip this check (Runner had it)
+    with pytest.raises(sw.ConfigError, match="time must be ProcessingTime"):
+        OFFLINE_ENTRIES[entry](Tags, time=time)
+
+
+@ENTRIES
+def test_a_builder_spark_could_not_ship_is_refused_by_every_entry_point(entry):
+    with pytest.raises(sw.BuilderError, match="cannot be pickled"):
+        OFFLINE_ENTRIES[entry](builder_holding_a_lock())
+
+
+@pytest.mark.parametrize("how", ["streaming", "bounded"])
+def test_an_unpicklable_snapshot_fails_in_bounded_mode_as_in_a_stream(how):
+    # bounded mode used to commit nothing for a key that discards at EOF
+    with pytest.raises(sw.SnapshotError, match="cannot be pickled") as info:
+        if how == "streaming":
+            run(LockedAtEof, [Batch([row("a", "x")]), Eof()])
+        else:
+            run_bounded(LockedAtEof, [row("a", "x")])
+    assert info.value.key == "a"
+
+
+@pytest.mark.parametrize("restore", ["always", "on_crash"])
+def test_eof_after_a_restore_warns_of_lost_state_offline(restore):
+    script = [Batch([row("a", "x")]), Crash(), Eof()]
+    with pytest.warns(sw.LostStateWarning):
+        result = run(TimerOutsideSnapshot, script, restore=restore,
+                     time=sw.EventTime("ts"))
+    assert result.by_key == {"a": [1]}
