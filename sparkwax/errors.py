@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pickle
 import reprlib
+from typing import Callable, Dict, Tuple, Type, TypeVar
 
 _short = reprlib.Repr()
 _short.maxstring = 120
@@ -45,7 +46,8 @@ class LogicError(SparkwaxError):
     and ``reason``.
     """
 
-    def __init__(self, step_id, key, callback, value=NO_VALUE, reason=""):
+    def __init__(self, step_id: str, key: object, callback: str, value: object = NO_VALUE,
+                 reason: str = "") -> None:
         self.step_id = step_id
         self.key = key
         self.callback = callback
@@ -55,7 +57,9 @@ class LogicError(SparkwaxError):
         shown = "" if value is NO_VALUE else f" (got {short_repr(value)})"
         super().__init__(f"{where}: {reason}{shown}")
 
-    def __reduce__(self):  # keep attributes when Spark ships the error around
+    def __reduce__(self) -> Tuple[Callable[[Type[LogicError], Dict[str, object], str], LogicError],
+                                  Tuple[Type[LogicError], Dict[str, object], str]]:
+        # keep attributes when Spark ships the error around
         attrs = dict(self.__dict__)
         for name in ("key", "value"):
             try:
@@ -65,7 +69,10 @@ class LogicError(SparkwaxError):
         return (_rebuild, (type(self), attrs, str(self)))
 
 
-def _rebuild(cls, attrs, message):
+_E = TypeVar("_E", bound=LogicError)
+
+
+def _rebuild(cls: Type[_E], attrs: Dict[str, object], message: str) -> _E:
     err = cls.__new__(cls)
     err.__dict__.update(attrs)
     Exception.__init__(err, message)

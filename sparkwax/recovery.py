@@ -20,6 +20,7 @@ sparkwax.errors.SnapshotError: step 's', key 'k', decode: not a sparkwax snapsho
 from __future__ import annotations
 
 import pickle
+from types import ModuleType
 from typing import NamedTuple
 
 from .errors import SnapshotError
@@ -48,7 +49,8 @@ def encode(snapshot: object, *, step_id: str, key: object) -> bytes:
         return _PLAIN_HEADER + pickle.dumps(snapshot, protocol=_PROTOCOL)
     except Exception as plain_error:  # PicklingError, TypeError, AttributeError...
         try:
-            return _CLOUD_HEADER + _cloudpickle().dumps(snapshot, protocol=_PROTOCOL)
+            payload: bytes = _cloudpickle().dumps(snapshot, protocol=_PROTOCOL)
+            return _CLOUD_HEADER + payload
         except Exception as cloud_error:
             raise SnapshotError(
                 step_id, key, "snapshot", snapshot,
@@ -57,13 +59,14 @@ def encode(snapshot: object, *, step_id: str, key: object) -> bytes:
             ) from cloud_error
 
 
-def _cloudpickle():
+def _cloudpickle() -> ModuleType:
     """cloudpickle, or PySpark's bundled copy on executors that lack the package."""
     try:
         import cloudpickle
     except ImportError:
         from pyspark import cloudpickle
-    return cloudpickle
+    module: ModuleType = cloudpickle  # the package has no type information (Any)
+    return module
 
 
 def blob_info(blob: bytes, *, step_id: str = "?", key: object = None) -> BlobInfo:
