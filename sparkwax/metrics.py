@@ -15,12 +15,22 @@ the offline runner puts them on ``RunResult.metrics`` (the whole run) and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Dict, Iterable, Mapping, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Tuple, Union
 
 from .errors import ConfigError
 
 PREFIX = "sparkwax:"
 INPUT_SUFFIX = "#in"  # the rows entering a step, counted before Spark's stateful operator
+
+
+class _Row(Protocol):
+    """A Spark ``Row`` (a tuple subclass, not a mapping), as far as metrics read it."""
+
+    def asDict(self) -> Dict[str, Any]: ...
+
+
+Observed = Union[Mapping[str, Any], _Row]
+"""One ``observedMetrics`` entry: a Spark ``Row`` (classic sessions) or a mapping."""
 
 
 @dataclass
@@ -49,7 +59,7 @@ class StepMetrics:
     def __add__(self, other: "StepMetrics") -> "StepMetrics":
         return StepMetrics(*(a + b for a, b in zip(self.values(), other.values())))
 
-    def values(self) -> tuple:
+    def values(self) -> Tuple[int, ...]:
         return tuple(getattr(self, name) for name in FIELDS)
 
     def as_dict(self) -> Dict[str, int]:
@@ -62,7 +72,7 @@ class StepMetrics:
         return counts
 
     @classmethod
-    def from_mapping(cls, row: Any) -> "StepMetrics":
+    def from_mapping(cls, row: Observed) -> "StepMetrics":
         """From a mapping of the fields, or a Spark ``Row`` of them (what
         ``StreamingQueryProgress.observedMetrics`` holds)."""
         fields = _as_mapping(row)
@@ -130,7 +140,7 @@ def by_batch(progresses: Iterable[Mapping[str, Any]], step_id: Optional[str] = N
     return found
 
 
-def _as_mapping(row: Any) -> Mapping[str, Any]:
+def _as_mapping(row: Observed) -> Mapping[str, Any]:
     """An observed-metrics entry: a Spark ``Row`` (classic sessions) or a mapping."""
     return row.asDict() if hasattr(row, "asDict") else row
 
