@@ -19,18 +19,38 @@ when it wants to be notified and snapshots it after every activation.
 (((), False), None)
 
 Any object with these methods is accepted (duck typing), so a
-``bytewax.operators.StatefulLogic`` subclass runs unchanged.
+``bytewax.operators.StatefulLogic`` subclass runs unchanged; type checkers
+see the same rule through the protocols ``ItemLogic`` and ``BatchLogic``, and
+``Builder`` is any callable that makes one of them.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import datetime
-from typing import Callable, Generic, Iterable, List, Optional, Tuple, TypeVar
+from typing import (TYPE_CHECKING, Any, Generic, Iterable, List, Optional, Protocol, Tuple,
+                    Union)
 
-V = TypeVar("V")  # values in
-W = TypeVar("W")  # values out
-S = TypeVar("S")  # snapshot
+if TYPE_CHECKING:
+    # PEP 696 defaults (typing has them from Python 3.13): a bare ``StatefulLogic``
+    # or ``Builder`` means ``[Any, Any, Any]``, also to ``mypy --strict``.
+    from typing_extensions import TypeVar
+else:
+    from typing import TypeVar as _TypeVar
+
+    def TypeVar(name, *constraints, default=None, **options):
+        """``typing.TypeVar`` minus ``default``, which only type checkers read."""
+        return _TypeVar(name, *constraints, **options)
+
+V = TypeVar("V", default=Any)  # values in
+W = TypeVar("W", default=Any)  # values out
+S = TypeVar("S", default=Any)  # snapshot
+# The same, with the variance the protocols below need: a logic that accepts any
+# value will do where one of ints is expected, one that emits ints where one of
+# objects is expected.
+V_contra = TypeVar("V_contra", contravariant=True, default=Any)
+W_co = TypeVar("W_co", covariant=True, default=Any)
+S_co = TypeVar("S_co", covariant=True, default=Any)
 
 RETAIN: bool = False
 """Keep this key's logic (and its state) after the callback returns."""
@@ -85,8 +105,51 @@ class StatefulBatchLogic(_LogicDefaults[V, W, S]):
         """Handle the activation's values, in order; return ``(emits, discard)``."""
 
 
-Builder = Callable[[Optional[S]], StatefulLogic]
-"""``builder(resume_state_or_None) -> logic``: how sparkwax makes a key's logic."""
+class _Callbacks(Protocol[W_co, S_co]):
+    """The methods both kinds of logic have (Bytewax's defaults for all but snapshot)."""
+
+    def on_notify(self) -> Tuple[Iterable[W_co], bool]: ...
+
+    def on_eof(self) -> Tuple[Iterable[W_co], bool]: ...
+
+    def notify_at(self) -> Optional[datetime]: ...
+
+    def snapshot(self) -> S_co: ...
+
+
+class ItemLogic(_Callbacks[W_co, S_co], Protocol[V_contra, W_co, S_co]):
+    """Any object with ``StatefulLogic``'s methods, whatever its class: a
+    ``StatefulLogic`` subclass, a Bytewax ``StatefulLogic`` or a plain class."""
+
+    def on_item(self, value: V_contra, /) -> Tuple[Iterable[W_co], bool]: ...
+
+
+class BatchLogic(_Callbacks[W_co, S_co], Protocol[V, W_co, S_co]):
+    """Any object with ``StatefulBatchLogic``'s methods (``on_batch``, not ``on_item``)."""
+
+    def on_batch(self, values: List[V], /) -> Tuple[Iterable[W_co], bool]: ...
+
+
+Logic = Union[ItemLogic[V, W, S], BatchLogic[V, W, S]]
+"""A key's logic, of either kind (a step's ``batch`` option says which)."""
+
+
+class Builder(Protocol[V, W_co, S]):
+    """``builder(resume_state_or_None) -> logic``: how sparkwax makes a key's logic.
+
+    A logic class is its own builder (``builder=Session``), and so is any
+    callable that takes the snapshot (None for a new key) and returns a logic
+    of either kind. ``Builder[V, W, S]`` builds ``Logic[V, W, S]``; a bare
+    ``Builder`` is ``Builder[Any, Any, Any]``.
+    """
+
+    def __call__(self, resume_state: Optional[S], /) -> Logic[V, W_co, S]: ...
+
+
+if TYPE_CHECKING:  # mypy checks that the base classes are logic objects; nothing runs
+    def _conforms(item: StatefulLogic[V, W, S], batch: StatefulBatchLogic[V, W, S]
+                  ) -> Tuple[ItemLogic[V, W, S], BatchLogic[V, W, S]]:
+        return item, batch
 
 
 def overrides_notify_at(logic_type: type) -> bool:
