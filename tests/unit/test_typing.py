@@ -1,11 +1,13 @@
 """The package type-checks (mypy over ``sparkwax/`` is clean with setup.cfg's
-``[mypy]`` section), and type checkers see the Spark entry points that
-``sparkwax/__init__.py`` loads lazily (through ``TYPE_CHECKING`` imports), so
-a wrong keyword to ``sw.stateful`` is an error in the user's editor."""
+``[mypy]`` section), the core modules pass ``mypy --strict`` (``STRICT_CORE``),
+and type checkers see the Spark entry points that ``sparkwax/__init__.py``
+loads lazily (through ``TYPE_CHECKING`` imports), so a wrong keyword to
+``sw.stateful`` is an error in the user's editor."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -28,6 +30,29 @@ def mypy(*args: str) -> subprocess.CompletedProcess:
 
 def test_package_is_clean():
     done = mypy("sparkwax")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "Success: no issues found" in done.stdout, output
+
+
+# The core (DESIGN.md section 2), checked with `mypy --strict`: add a module once
+# it is clean (still to come: sparkwax._driver, sparkwax.step, sparkwax.timers).
+STRICT_CORE = [
+    "sparkwax.clock",
+    "sparkwax.errors",
+    "sparkwax.logic",
+    "sparkwax.metrics",
+    "sparkwax.paths",
+    "sparkwax.recovery",
+]
+
+# Modules a strict module imports are read for their types but not reported
+# (--follow-imports=silent): each module is strict on its own, whatever its
+# imports are. Both strict runs share one cache (same options).
+STRICT = ("--strict", "--follow-imports=silent", "--cache-dir", ".mypy_cache/strict")
+
+
+def test_core_is_strict():
+    done = mypy(*STRICT, *(arg for name in STRICT_CORE for arg in ("-m", name)))
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "Success: no issues found" in done.stdout, output
 
@@ -97,3 +122,139 @@ def test_entry_points_stay_lazy_at_run_time():
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.stdout.split() == ["True", "False"], done.stdout + done.stderr
+
+
+BUILDERS = textwrap.dedent("""
+    from __future__ import annotations
+
+    from datetime import datetime
+    from functools import partial
+    from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+    import bytewax.operators as bw
+
+    import sparkwax as sw
+    from sparkwax.logic import ItemLogic, Logic
+
+
+    class Count(sw.StatefulLogic):  # bare: StatefulLogic[Any, Any, Any]
+        def __init__(self, resume: Optional[int] = None) -> None:
+            self.n = resume or 0
+
+        def on_item(self, value: Any) -> Tuple[List[int], bool]:
+            self.n += 1
+            return [self.n], sw.RETAIN
+
+        def snapshot(self) -> int:
+            return self.n
+
+
+    class Lengths(sw.StatefulLogic[str, int, int]):
+        def __init__(self, resume: Optional[int]) -> None:
+            self.n = resume or 0
+
+        def on_item(self, value: str) -> Tuple[Iterable[int], bool]:
+            return [len(value)], sw.RETAIN
+
+        def snapshot(self) -> int:
+            return self.n
+
+
+    class Sizes(sw.StatefulBatchLogic[str, int, None]):
+        def __init__(self, resume: None) -> None:
+            pass
+
+        def on_batch(self, values: List[str]) -> Tuple[Iterable[int], bool]:
+            return [len(values)], sw.DISCARD
+
+        def snapshot(self) -> None:
+            return None
+
+
+    class Duck:  # no base class: the methods are enough
+        def __init__(self, resume: Optional[float]) -> None:
+            self.total = resume or 0.0
+
+        def on_item(self, value: float) -> Tuple[List[float], bool]:
+            self.total += value
+            return [self.total], False
+
+        def on_notify(self) -> Tuple[List[float], bool]:
+            return [], False
+
+        def on_eof(self) -> Tuple[List[float], bool]:
+            return [self.total], True
+
+        def notify_at(self) -> Optional[datetime]:
+            return None
+
+        def snapshot(self) -> float:
+            return self.total
+
+
+    class Ported(bw.StatefulLogic[str, str, int]):  # Bytewax's own base class
+        def __init__(self, resume: Optional[int]) -> None:
+            self.n = resume or 0
+
+        def on_item(self, value: str) -> Tuple[Iterable[str], bool]:
+            return [value], bw.StatefulLogic.RETAIN
+
+        def snapshot(self) -> int:
+            return self.n
+
+
+    class NoSnapshot:
+        def __init__(self, resume: None) -> None:
+            pass
+
+        def on_item(self, value: Any) -> Tuple[List[int], bool]:
+            return [], False
+
+
+    def from_dict(resume: Optional[Dict[str, int]]) -> Count:
+        return Count(None if resume is None else resume["n"])
+
+
+    def needs_state(resume: int) -> Count:
+        return Count(resume)
+
+
+    def step(builder: sw.Builder) -> None: ...
+
+
+    def typed_step(builder: sw.Builder[str, int, int]) -> Logic[str, int, int]:
+        return builder(None)
+
+
+    step(Count)
+    step(Lengths)
+    step(Sizes)
+    step(Duck)
+    step(Ported)
+    step(from_dict)
+    step(lambda resume: Count(resume))
+    step(partial(Count))
+    typed_step(Lengths)
+    logic: ItemLogic[str, int, int] = Lengths(None)
+
+    step(NoSnapshot)  # E: arg-type
+    step(Count(None))  # E: arg-type
+    step(needs_state)  # E: arg-type
+    typed_step(Duck)  # E: arg-type
+    typed_step(Sizes)  # E: arg-type
+""")
+
+
+def test_builder_types_under_strict(tmp_path: Path):
+    """``builder: Builder`` takes every kind of builder a step runs (a logic
+    class of either kind, a Bytewax logic, a plain class with the methods, a
+    function) under ``mypy --strict``, and rejects the lines marked ``# E:``."""
+    snippet = tmp_path / "builders.py"
+    snippet.write_text(BUILDERS)
+    done = mypy(*STRICT, str(snippet))
+    found = {(int(line), code) for name, line, code in
+             re.findall(r"^([^:\n]+):(\d+): error: .*\[([a-z-]+)\]$", done.stdout, re.M)
+             if Path(name).name == snippet.name}
+    expected = {(number, code) for number, text in enumerate(BUILDERS.splitlines(), 1)
+                for code in re.findall(r"# E: ([a-z-]+)", text)}
+    assert found == expected, done.stdout + done.stderr
