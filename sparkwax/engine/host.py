@@ -30,11 +30,11 @@ class StreamingHost:
     the activation's counts as a metrics row (see ``OutputBuilder``)."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 timeout: str, single_key: bool):
+                 timeout_conf: str, single_key: bool):
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
-        self.timeout = timeout
+        self.timeout_conf = timeout_conf  # Spark's GroupStateTimeout name
         self.single_key = single_key
 
     def __call__(self, key_values: Tuple, frames: Iterator[pd.DataFrame], state
@@ -59,7 +59,7 @@ class StreamingHost:
         else:
             # update() clears the timeout, so arm it after every update.
             state.update((act.state, act.timer))
-            if act.armed is not None and self.timeout != NO_TIMEOUT:
+            if act.armed is not None and self.timeout_conf != NO_TIMEOUT:
                 arm(state, self.driver.time, act.armed, now_ms)
         counts = act.metrics() if self.outputs.metrics else None
         if act.emits:

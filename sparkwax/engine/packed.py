@@ -4,7 +4,7 @@ Spark's pandas stateful path costs milliseconds per group per micro-batch
 whatever the logic does. The packed host groups rows by a stable hash bucket
 of the key (``pmod(xxhash64(key), buckets)``) and, inside one call, runs the
 shared driver once per user key that has rows, or whose timer the per-key host
-would have woken (the same ``armed_timeout`` rule, kept per key). A bucket's
+would have woken (the same ``armed_timeout`` method of the time mode, kept per key). A bucket's
 state row is ``(keys binary, buckets long)``: ``keys`` is a ``Bucket`` (see
 ``bucket.py``: per key its snapshot blob, timer and armed timeout, stored by
 column); blobs of keys that did not run are copied as bytes, never decoded or
@@ -60,11 +60,11 @@ class PackedHost:
     """The applyInPandasWithState function of a packed step (one bucket per call)."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 timeout: str, key_names: Sequence[str], buckets: int):
+                 timeout_conf: str, key_names: Sequence[str], buckets: int):
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
-        self.timeout = timeout
+        self.timeout_conf = timeout_conf  # Spark's GroupStateTimeout name
         self.key_names = list(key_names)
         self.single = len(self.key_names) == 1
         self.buckets = buckets
@@ -91,7 +91,7 @@ class PackedHost:
                 bucket.remove(key)
             else:
                 bucket.put(key, act.state, act.timer,
-                           act.armed if self.timeout != NO_TIMEOUT else None)
+                           act.armed if self.timeout_conf != NO_TIMEOUT else None)
             if act.emits:
                 emitted.append((key, key_values, act.emits))
             counts += act.metrics()
@@ -124,7 +124,7 @@ class PackedHost:
             return
         blob, earliest = bucket.encode()
         state.update((blob, self.buckets))
-        if earliest is not None and self.timeout != NO_TIMEOUT:
+        if earliest is not None and self.timeout_conf != NO_TIMEOUT:
             arm(state, self.driver.time, earliest, now_ms)
 
     def _key_values(self, key) -> Tuple:

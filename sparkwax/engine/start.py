@@ -25,7 +25,7 @@ STEPS_FILE = "sparkwax-steps.json"
 _FROZEN_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass")
 
 
-def steps_in(frame) -> List[Dict[str, Any]]:
+def step_descriptions(frame) -> List[Dict[str, Any]]:
     """The sparkwax step descriptions carried by ``frame``'s columns."""
     found: Dict[str, Dict[str, Any]] = {}
     for field in frame.schema.fields:
@@ -93,7 +93,7 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     or SIGTERM stops the query between micro-batches, with one line saying so
     (when called from the main thread).
     """
-    steps = steps_in(frame)
+    steps = step_descriptions(frame)
     spark = frame.sparkSession
     confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
     check_checkpoint(storage_for(spark), checkpoint, steps, confs)

@@ -27,7 +27,7 @@ Python's ``os``: every read, listing, write and delete goes through
 from __future__ import annotations
 
 import re
-import time as clock
+import time as wall_clock
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -152,7 +152,7 @@ class HadoopStorage:
         """Write one file (replacing it): to a hidden temporary file, then renamed."""
         fs, hadoop_path = self._fs(path)
         staging = self._jvm.org.apache.hadoop.fs.Path(
-            hadoop_path.getParent(), f".{hadoop_path.getName()}.{int(clock.time() * 1e6)}.tmp")
+            hadoop_path.getParent(), f".{hadoop_path.getName()}.{int(wall_clock.time() * 1e6)}.tmp")
         stream = fs.create(staging, True)
         try:
             stream.write(bytearray(text.encode("utf-8")))
@@ -224,7 +224,7 @@ class SparkStorage:
 
     def delete(self, path: str) -> None:
         """Replace ``path`` by a folder holding one marker line (Connect has no delete)."""
-        moment = clock.strftime("%Y-%m-%dT%H:%M:%SZ", clock.gmtime())
+        moment = wall_clock.strftime("%Y-%m-%dT%H:%M:%SZ", wall_clock.gmtime())
         self.write_text(path, f"{CLEARED_MARKER} at {moment}")
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple, cast
 
-from ..clock import now as clock
+from ..clock import now as activation_now
 from ._base import aware, later
 
 
@@ -80,7 +80,7 @@ class Timers:
         ``on_notify`` at least the timer that fired comes out."""
         if not self._at:
             return []
-        reached = (cast(datetime, later(self.notify_at(), clock())) if now is None
+        reached = (cast(datetime, later(self.notify_at(), activation_now())) if now is None
                    else aware(now, "now"))
         order = {name: position for position, name in enumerate(self._at)}
         due = sorted(((name, at) for name, at in self._at.items() if at <= reached),

@@ -32,7 +32,7 @@ attempt), so the outputs are deterministic only while the table holds still.
 from __future__ import annotations
 
 import threading
-import time as clock
+import time as wall_clock
 import uuid
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -65,7 +65,7 @@ class Rules:
         """The current table (loads or reloads it on this process if needed)."""
         if self.loader is None:
             return self.data
-        now = clock.monotonic()
+        now = wall_clock.monotonic()
         cached = _CACHE.get(self.token)
         if cached is not None and (self.refresh_s is None or now - cached[0] < self.refresh_s):
             return cached[1]

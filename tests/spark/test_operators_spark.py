@@ -591,7 +591,7 @@ def test_max_state_bytes_fails_the_step_naming_the_key(spark, tmp_path, host, bu
 
 
 def test_ttl_is_part_of_the_steps_checkpoint_description(spark, tmp_path):
-    from sparkwax.engine.start import describe_changes, steps_in
+    from sparkwax.engine.start import describe_changes, step_descriptions
 
     (tmp_path / "in").mkdir()
     stream = spark.readStream.schema(STREAM_INPUT).json(str(tmp_path / "in"))
@@ -600,7 +600,7 @@ def test_ttl_is_part_of_the_steps_checkpoint_description(spark, tmp_path):
     def state(**options):
         frame = sw.stateful(stream, key="key", builder=ops.count_final(), time=time,
                             output_schema="n long", step_id="n", **options)
-        return steps_in(frame)[0]
+        return step_descriptions(frame)[0]
 
     plain, with_ttl = state(), state(ttl="1 hour")
     assert (plain["state"], with_ttl["state"]) == ("per_key/1", "per_key/1 ttl")

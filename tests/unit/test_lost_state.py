@@ -134,7 +134,7 @@ def test_the_spark_host_passes_the_committed_timer():
     first = driver.activate("a", None, [at(0)], 0)
     layout = InputLayout(names=("ts", "value"), sources=("ts", "value"), kinds=("o", "o"),
                          scalar=False, order_by=(), event_column="__sw_event_us")
-    host = StreamingHost(driver, layout, outputs=Outputs(), timeout=TIME.spark_timeout, single_key=True)
+    host = StreamingHost(driver, layout, outputs=Outputs(), timeout_conf=TIME.spark_timeout, single_key=True)
     with pytest.warns(LostStateWarning, match="step 'alerts': TimerOutsideSnapshot"):
         list(host(("a",), iter([pd.DataFrame()]), FakeState((first.state, first.timer))))
 
