@@ -162,3 +162,21 @@ def test_finish_warns_of_lost_state_on_both_hosts(spark, tmp_path, host, buckets
             part = pd.DataFrame({"key": ["a"], "__sw_snapshot": [first.state],
                                  "__sw_timer": [first.timer]})
             list(ends(iter([part])))
+
+
+@HOSTS
+@pytest.mark.parametrize("streaming", [False, True], ids=["bounded", "streaming"])
+def test_a_null_key_is_refused_on_both_hosts(spark, tmp_path, host, buckets, streaming):
+    if streaming:
+        with pytest.raises(Exception, match="null or NaN key"):
+            run_script_on_spark(spark, Tags, [Batch([(None, {"ts": None, "seq": 1,
+                                                            "tag": "x"})])],
+                                input_schema=INPUT, output_schema="tag string", host=host,
+                                buckets=buckets, workdir=str(tmp_path))
+        return
+    frame = spark.createDataFrame([("a", None, 1, "x"), (None, None, 2, "y")], INPUT)
+    out = sw.stateful(frame, key="key", builder=Tags, output_schema="tag string", host=host,
+                      buckets=buckets, step_id="keyed")
+    with pytest.raises(Exception, match="null or NaN key") as info:
+        out.collect()
+    assert "step 'keyed'" in str(info.value)
