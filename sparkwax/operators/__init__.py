@@ -10,7 +10,8 @@ driver. See docs/operators.md.
 Modules: ``basic`` (stateful_map, stateful_flat_map, stateful_filter),
 ``running`` (fold/reduce after every value), ``final`` (fold/reduce/count/
 max/min at EOF), ``collecting``, ``joins`` and ``connected`` (several
-inputs), ``windowing``, ``recipes`` (deduplicate, throttle, session),
+inputs), ``windows`` (a subpackage: windowers, the window operators, their
+output), ``recipes`` (deduplicate, throttle, session),
 ``sequence`` (pattern detection), ``many_timers`` (``Timers``: several
 timers per key), ``ttl`` and ``limits`` (idle expiry, state size caps),
 ``rules`` (broadcast state), ``schemas`` (output schemas for Spark).
@@ -34,10 +35,10 @@ from .schemas import value_fields, value_struct
 from .sequence import sequence
 from .tagged import Tagged, tag
 from .ttl import Ttl, with_ttl
-from .windowing import (LATE_SESSION_ID, SessionWindower, SlidingWindower, TumblingWindower,
-                        WindowOut, collect_window, count_window, fold_window, join_window,
-                        max_window, mean_window, min_window, reduce_window, split_late,
-                        sum_window, window_schema)
+from .windows import (LATE_SESSION_ID, SessionWindower, SlidingWindower, TumblingWindower,
+                      WindowOut, collect_window, count_window, fold_window, join_window,
+                      max_window, mean_window, min_window, reduce_window, split_late,
+                      sum_window, window_schema)
 
 __all__ = sorted([
     "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",

@@ -9,10 +9,11 @@ MODULES = [
     "sparkwax", "sparkwax.errors", "sparkwax.logic", "sparkwax.timers", "sparkwax.recovery",
     "sparkwax._driver", "sparkwax.testing", "sparkwax.testing.runner",
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
-    "sparkwax.testing.strategies.check", "sparkwax.state_cli", "sparkwax.operators.windowers",
-    "sparkwax.operators.window_aggs", "sparkwax.demo.report", "sparkwax.paths", "sparkwax.progress",
+    "sparkwax.testing.strategies.check", "sparkwax.state_cli",
+    "sparkwax.operators.windows.windowers", "sparkwax.operators.windows._aggs",
+    "sparkwax.demo.report", "sparkwax.paths", "sparkwax.progress",
     "sparkwax.snapshot_json", "sparkwax.testing.sides",
-    "sparkwax.operators.window_out", "sparkwax.demo.options", "sparkwax.clock",
+    "sparkwax.operators.windows.out", "sparkwax.demo.options", "sparkwax.clock",
     "sparkwax.metrics", "sparkwax.demo.hosts",
 ]
 

@@ -23,7 +23,7 @@ from sparkwax.testing.strategies import timestamped_items
 
 REPO = Path(__file__).resolve().parents[2]
 MODULES = ["_base", "basic", "final", "collecting", "tagged", "joins", "connected",
-           "windowing", "window_aggs", "recipes", "ttl", "rules", "schemas", "running",
+           "windows.core", "windows._aggs", "recipes", "ttl", "rules", "schemas", "running",
            "sequence", "many_timers", "limits"]
 
 

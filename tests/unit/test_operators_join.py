@@ -9,9 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import sparkwax as sw
-from sparkwax.operators import Tagged, joiner, stateful_map, tag
+from sparkwax.operators import Tagged, TumblingWindower, count_window, joiner, stateful_map, tag
 from sparkwax.operators.connected import SIDE_COLUMN, TaggedBuilder, TaggedLogic, TaggedTimerLogic
-from sparkwax.operators.windowing import TumblingWindower, count_window
 from sparkwax.logic import overrides_notify_at
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 
