@@ -571,6 +571,47 @@ def test_streaming_ttl_expires_idle_keys(spark, tmp_path, host, buckets):
         assert ends.collect() == []
 
 
+class _FoldFinalBefore(sw.StatefulLogic):
+    """``ops.fold_final(list, append)`` as earlier sparkwax stored it: ``(acc,)``."""
+
+    def __init__(self, resume=None):
+        self.acc = resume[0] if resume is not None else []
+
+    def on_item(self, value):
+        self.acc = self.acc + [value]
+        return [], sw.RETAIN
+
+    def on_eof(self):
+        return [self.acc], sw.DISCARD
+
+    def snapshot(self):
+        return (self.acc,)
+
+
+@HOSTS
+def test_fold_final_restores_a_checkpoint_written_before(spark, tmp_path, host, buckets):
+    from sparkwax.engine.checkpoint import read_entries
+
+    source, checkpoint = tmp_path / "in", str(tmp_path / "checkpoint")
+    source.mkdir()
+
+    def run_with(builder, number, values):
+        (source / f"batch-{number}.json").write_text(
+            "".join(json.dumps({"key": "k", "value": v}) + "\n" for v in values))
+        stream = spark.readStream.schema("key string, value long").json(str(source))
+        out = sw.stateful(stream, key="key", builder=builder, value="value", step_id="f",
+                          output_schema="values array<long>", host=host, buckets=buckets)
+        query = sw.start(out, checkpoint=checkpoint,   # emits nothing before EOF
+                         foreach_batch=lambda frame, _: frame.collect())
+        query.processAllAvailable()
+        query.stop()
+        return {e.key: e.snapshot for e in read_entries(spark, checkpoint, step_id="f")}
+
+    assert run_with(_FoldFinalBefore, 0, [1, 2]) == {"k": ([1, 2],)}
+    # the same step with today's fold_final: restores (acc,), stores acc (Bytewax's shape)
+    assert run_with(ops.fold_final(list, lambda acc, v: acc + [v]), 1, [3]) == {"k": [1, 2, 3]}
+
+
 def test_ttl_needs_the_event_time_in_the_values(events):
     with pytest.raises(sw.ConfigError, match="drop value="):
         sw.stateful(events, key="user", builder=ops.count_final(), output_schema="n long",
