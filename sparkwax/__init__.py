@@ -5,7 +5,7 @@
 (False, True)
 
 The Spark entry points (``stateful``, ``stateful_batch``, ``connect``, ``join``,
-``value_fields``, ``value_struct``, ``local_session``, ``start``, ``finish``)
+``split_late``, ``value_fields``, ``value_struct``, ``local_session``, ``start``, ``finish``)
 import pyspark on first use, so ``import sparkwax`` works
 without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 """
@@ -22,7 +22,7 @@ from .timers import EventTime, ProcessingTime
 __version__ = "0.1.0"
 
 _ENGINE_NAMES = ("finish", "local_session", "start", "stateful", "stateful_batch")
-_FRAME_NAMES = ("connect", "join", "value_fields", "value_struct")
+_FRAME_NAMES = ("connect", "join", "split_late", "value_fields", "value_struct")
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
@@ -30,8 +30,8 @@ if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time
     # __getattr__ below imports them (and pyspark) on first use.
     from .engine import (finish as finish, local_session as local_session, start as start,
                          stateful as stateful, stateful_batch as stateful_batch)
-    from .frames import (connect as connect, join as join, value_fields as value_fields,
-                         value_struct as value_struct)
+    from .frames import (connect as connect, join as join, split_late as split_late,
+                         value_fields as value_fields, value_struct as value_struct)
 
 __all__ = [  # a list display (sorted below) so that type checkers read it
     "Builder", "BuilderError", "CallbackError", "Clock", "ConfigError", "DISCARD", "EventTime",

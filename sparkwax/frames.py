@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence
 
 from .builders import KeySpec
 from .engine.connecting import connect, side_struct_schema
-from .engine.schemas import value_fields, value_struct
+from .engine.schemas import split_late, value_fields, value_struct
 from .operators.joins import joiner
 from .sides import side_names
 from .timers import TimeMode
@@ -38,4 +38,4 @@ def join(*sides: Any, key: KeySpec, names: Optional[Sequence[str]] = None,
                    time=time, order_by=order_by, step_id=step_id or "join", host=host)
 
 
-__all__ = ["connect", "join", "value_fields", "value_struct"]
+__all__ = ["connect", "join", "split_late", "value_fields", "value_struct"]

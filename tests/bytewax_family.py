@@ -4,6 +4,8 @@ Each case runs one Bytewax operator through Bytewax's own ``run_main`` and
 gives the sparkwax builder (plus what a bounded Spark run needs), so
 tests/unit/test_bytewax_family.py (offline runner) and
 tests/spark/test_bytewax_family_spark.py (bounded Spark) compare per key.
+``bytewax_snapshots`` reads what Bytewax's recovery store holds per key before
+EOF, for the cases whose snapshots are compared (``Case.snapshots``).
 
 Inputs: two keys, values ``{"ts", "x", "seq"}`` with out-of-order event
 times; ``seq`` is the arrival order (Spark replays it with ``order_by``).
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import sparkwax.operators as ops
 
@@ -60,6 +62,9 @@ class Case:
     schema: str                        # Spark output schema (value part)
     windowed: bool = False
     joined: bool = False
+    # (view of Bytewax's snapshot, view of sparkwax's): the parts that must be
+    # equal; None: not compared (windows and joins keep Bytewax's private classes)
+    snapshots: Optional[Tuple[Callable, Callable]] = None
 
 
 def _sum_mapper(state, value):
@@ -93,27 +98,39 @@ def _concat(a, b):
     return a + b
 
 
+def _same(snapshot):
+    return snapshot
+
+
+SAME = (_same, _same)
+# Bytewax's collect state is its private dataclass _CollectState(acc, timeout_at),
+# sparkwax's the tuple (values, deadline); the deadlines differ by design
+# (Bytewax: the system clock; sparkwax: the value's time), the lists must not.
+COLLECTED = (lambda state: state.acc, lambda snapshot: snapshot[0])
+
+
 def family_cases() -> List[Case]:
     import bytewax.operators as op
 
     cases = [
         Case("stateful_map", lambda f, s: op.stateful_map("m", s, _sum_mapper),
-             ops.stateful_map(_sum_mapper), "value long"),
+             ops.stateful_map(_sum_mapper), "value long", snapshots=SAME),
         Case("stateful_flat_map", lambda f, s: op.stateful_flat_map("m", s, _flat_mapper),
-             ops.stateful_flat_map(_flat_mapper), "value long"),
+             ops.stateful_flat_map(_flat_mapper), "value long", snapshots=SAME),
         Case("collect", lambda f, s: op.collect("c", s, timedelta(days=1), max_size=3),
-             ops.collect(timedelta(days=1), 3), f"value array<{VALUE_STRUCT}>"),
+             ops.collect(timedelta(days=1), 3), f"value array<{VALUE_STRUCT}>",
+             snapshots=COLLECTED),
         Case("fold_final", lambda f, s: op.fold_final("f", s, _new_list, _append_x),
-             ops.fold_final(_new_list, _append_x), "value array<long>"),
+             ops.fold_final(_new_list, _append_x), "value array<long>", snapshots=SAME),
         Case("reduce_final", lambda f, s: op.reduce_final("r", s, _reducer),
-             ops.reduce_final(_reducer), VALUE_FIELDS),
+             ops.reduce_final(_reducer), VALUE_FIELDS, snapshots=SAME),
         # Bytewax's count_final takes an unkeyed stream and key=: here the pairs
         Case("count_final", lambda f, s: op.count_final("c", s, key=lambda kv: kv[0]),
-             ops.count_final(), "value long"),
+             ops.count_final(), "value long", snapshots=SAME),
         Case("max_final", lambda f, s: op.max_final("x", s, by=_x),
-             ops.max_final(by="x"), VALUE_FIELDS),
+             ops.max_final(by="x"), VALUE_FIELDS, snapshots=SAME),
         Case("min_final", lambda f, s: op.min_final("n", s, by=_x),
-             ops.min_final(by="x"), VALUE_FIELDS),
+             ops.min_final(by="x"), VALUE_FIELDS, snapshots=SAME),
     ]
     for insert_mode in ("first", "last", "product"):
         for emit_mode in ("complete", "final", "running"):
@@ -221,6 +238,40 @@ def run_bytewax(case: Case) -> Dict[Any, list]:
     bounds = {(k, wid): (m.open_time, m.close_time) for k, (wid, m) in meta}
     return {k: sorted_windows([(wid, *bounds[(k, wid)], v) for wid, v in vs])
             for k, vs in per_key(down).items()}
+
+
+def bytewax_snapshots(case: Case, db_dir) -> Dict[Any, Any]:
+    """Per key: the snapshot Bytewax's recovery store (in ``db_dir``, empty) holds
+    for the case's stateful step after every item, before EOF (the input
+    aborts after its last item, as a crash would). Keys the step discarded
+    are absent, as in sparkwax's ``RunResult.snapshots``. One-input cases only."""
+    import pickle
+    import sqlite3
+    from pathlib import Path
+
+    import bytewax.operators as op
+    from bytewax.dataflow import Dataflow
+    from bytewax.recovery import RecoveryConfig, init_db_dir
+    from bytewax.testing import TestingSink, TestingSource, run_main
+
+    assert not case.joined
+    init_db_dir(Path(db_dir), 1)
+    flow = Dataflow(f"snap_{case.name}".replace("-", "_"))
+    stream = op.input("inp", flow, TestingSource([*ITEMS, TestingSource.ABORT()],
+                                                 batch_size=1))
+    down = case.bytewax(flow, stream)
+    op.output("down", down.down if case.windowed else down, TestingSink([]))
+    run_main(flow, epoch_interval=timedelta(0), recovery_config=RecoveryConfig(str(db_dir)))
+    latest: Dict[tuple, Optional[bytes]] = {}
+    with sqlite3.connect(Path(db_dir) / "part-0.sqlite3") as db:
+        for step_id, key, change in db.execute(
+                "SELECT step_id, state_key, ser_change FROM snaps WHERE step_id != ? "
+                "ORDER BY snap_epoch", (f"{flow.flow_id}.inp",)):
+            latest[(step_id, key)] = change
+    steps = {step_id for step_id, _ in latest}
+    assert len(steps) == 1, f"one stateful step expected, got {sorted(steps)}"
+    return {key: pickle.loads(change) for (_, key), change in latest.items()
+            if change is not None}
 
 
 def per_key(pairs) -> Dict[Any, list]:

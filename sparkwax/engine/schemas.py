@@ -1,4 +1,4 @@
-"""Output schemas derived from an input DataFrame.
+"""Output schemas derived from an input DataFrame, and ``split_late``.
 
 Operators that emit input values (``deduplicate``, ``throttle``, late window
 values, ``collect``...) need the input's columns in their ``output_schema``:
@@ -9,6 +9,10 @@ values, ``collect``...) need the input's columns in their ``output_schema``:
 
 from __future__ import annotations
 
+from typing import Tuple
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..builders import KeySpec, key_list
@@ -46,3 +50,15 @@ def value_struct(df, key: KeySpec) -> str:
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def split_late(frame: DataFrame) -> Tuple[DataFrame, DataFrame]:
+    """A window operator's DataFrame as ``(results, late)``: results without
+    the ``late`` column, late rows with the late value's fields as columns.
+    (For a stream, split inside ``foreachBatch`` rather than running two
+    queries.)"""
+    results = frame.where(F.col("late").isNull()).drop("late")
+    head = [c for c in frame.columns if c not in ("value", "late")]
+    late = frame.where(F.col("late").isNotNull()).select(*[F.col(f"`{c}`") for c in head],
+                                                         "late.*")
+    return results, late

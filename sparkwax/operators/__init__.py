@@ -10,13 +10,15 @@ driver. See docs/operators.md.
 Modules: ``basic`` (stateful_map, stateful_flat_map, stateful_filter),
 ``running`` (fold/reduce after every value), ``final`` (fold/reduce/count/
 max/min at EOF), ``collecting``, ``joins`` (several inputs: ``joiner``;
-the DataFrame-level ``sparkwax.join`` and ``sparkwax.connect``), ``windowing``, ``recipes`` (deduplicate, throttle, session),
+the DataFrame-level ``sparkwax.join`` and ``sparkwax.connect``), ``windows`` (a
+subpackage: windowers, the window operators, their output), ``recipes``
+(deduplicate, throttle, session),
 ``sequence`` (pattern detection), ``many_timers`` (``Timers``: several
 timers per key), ``ttl`` and ``limits`` (idle expiry, state size caps, from
 the core, where a step's ``ttl=``/``max_state_bytes=`` live), ``rules``
 (broadcast state). Operators never import the engine or pyspark: the
 DataFrame-level functions are ``sparkwax.connect``, ``sparkwax.join``,
-``sparkwax.value_fields`` and ``sparkwax.value_struct``.
+``sparkwax.split_late``, ``sparkwax.value_fields`` and ``sparkwax.value_struct``.
 """
 
 from ._base import OperatorBuilder
@@ -32,10 +34,10 @@ from .running import fold, reduce
 from .sequence import sequence
 from .tagged import Tagged, tag
 from .ttl import Ttl, with_ttl
-from .windowing import (LATE_SESSION_ID, SessionWindower, SlidingWindower, TumblingWindower,
-                        WindowOut, collect_window, count_window, fold_window, join_window,
-                        max_window, mean_window, min_window, reduce_window, split_late,
-                        sum_window, window_schema)
+from .windows import (LATE_SESSION_ID, SessionWindower, SlidingWindower, TumblingWindower,
+                      WindowOut, collect_window, count_window, fold_window, join_window,
+                      max_window, mean_window, min_window, reduce_window,
+                      sum_window, window_schema)
 
 __all__ = sorted([
     "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",
@@ -43,6 +45,6 @@ __all__ = sorted([
     "collect", "collect_window", "count_final", "count_window", "deduplicate",
     "fold", "fold_final", "fold_window", "join_window", "joiner", "max_final",
     "max_window", "mean_window", "min_final", "min_window", "reduce", "reduce_final",
-    "reduce_window", "rules_from", "sequence", "session", "split_late", "stateful_filter",
+    "reduce_window", "rules_from", "sequence", "session", "stateful_filter",
     "stateful_flat_map", "stateful_map", "sum_window", "tag", "throttle", "window_schema", "with_rules", "with_state_limit", "with_ttl",
 ])

@@ -3,7 +3,9 @@
 
 EOF is the end of a bounded DataFrame (or of an offline script), or
 ``sparkwax.finish`` for a stream. Ties in ``max_final``/``min_final`` keep
-the earlier value.
+the earlier value. A key's snapshot is Bytewax's: the accumulator (the count,
+the value kept), except that None and 1-tuples are stored as ``(acc,)`` (the
+form every accumulator had before; see ``_box``).
 
 >>> from sparkwax.testing import run_bounded
 >>> items = [("a", 3), ("a", 5), ("b", 2), ("a", 5)]
@@ -26,15 +28,65 @@ from ._base import FieldSpec, OperatorBuilder, field_getter, identity
 _NOTHING = ()
 
 
+# -- snapshots --------------------------------------------------------------------
+#
+# A snapshot is the accumulator itself, Bytewax's shape, with one exception that
+# keeps restoring exact: an accumulator that is None or a 1-tuple is stored
+# boxed, as ``(acc,)``. Earlier sparkwax (0.1.0) stored ``(acc,)`` for every
+# accumulator of fold_final, reduce_final, max_final and min_final, so any
+# 1-tuple snapshot reads as ``(acc,)``, whoever wrote it, and anything else is
+# the accumulator:
+#
+#   written           stored                  read back
+#   acc (new)         acc                     acc    (acc is not None or a 1-tuple)
+#   None, (x,) (new)  (None,), ((x,),)        None, (x,)
+#   acc (old)         (acc,)                  acc
+#
+# None is boxed because a snapshot of None would restore as builder(None), a
+# new key (Bytewax's own fold_final restores a None accumulator as builder()).
+# A marker or a version in the blob cannot tell: the builder only sees the
+# decoded snapshot, and an old ``(acc,)`` of acc=x and a new snapshot of
+# acc=(x,) are the same bytes.
+
+
+def _box(acc: Any) -> Any:
+    """The snapshot of ``acc``: ``acc`` itself, or ``(acc,)`` for None and 1-tuples.
+
+    >>> _box([1, 2]), _box(3), _box(None), _box((3,)), _box((3, 4))
+    ([1, 2], 3, (None,), ((3,),), (3, 4))
+    """
+    if acc is None or (type(acc) is tuple and len(acc) == 1):
+        return (acc,)
+    return acc
+
+
+def _unbox(snapshot: Any) -> Any:
+    """The accumulator a snapshot holds: written by :func:`_box`, or by earlier
+    sparkwax (always ``(acc,)``).
+
+    >>> _unbox([1, 2]), _unbox(3), _unbox((None,)), _unbox(((3,),)), _unbox((3, 4))
+    ([1, 2], 3, None, (3,), (3, 4))
+    >>> _unbox(([1, 2],))   # the old form of [1, 2]
+    [1, 2]
+    """
+    if type(snapshot) is tuple and len(snapshot) == 1:
+        return snapshot[0]
+    return snapshot
+
+
+# -- the logics -------------------------------------------------------------------
+
+
 class FoldFinalLogic(StatefulLogic):
     """``acc = folder(acc, value)`` per value; emits ``acc`` at EOF.
 
-    Snapshot: ``(acc,)`` (a 1-tuple, so an accumulator of None survives).
+    Snapshot: the accumulator, as in Bytewax (``(acc,)`` when it is None or a
+    1-tuple: see ``_box``).
     """
 
     def __init__(self, config, resume=None):
         builder, self.folder = config
-        self.acc = resume[0] if resume is not None else builder()
+        self.acc = _unbox(resume) if resume is not None else builder()
 
     def on_item(self, value):
         self.acc = self.folder(self.acc, value)
@@ -44,15 +96,19 @@ class FoldFinalLogic(StatefulLogic):
         return [self.acc], DISCARD
 
     def snapshot(self):
-        return (self.acc,)
+        return _box(self.acc)
 
 
 class ReduceFinalLogic(StatefulLogic):
-    """The first value is the accumulator; ``reducer(acc, value)`` after that."""
+    """The first value is the accumulator; ``reducer(acc, value)`` after that.
+
+    Snapshot: the accumulator, as in Bytewax (``(acc,)`` when it is None or a
+    1-tuple: see ``_box``); None before any value.
+    """
 
     def __init__(self, reducer, resume=None):
         self.reducer = reducer
-        self.acc = resume  # a 1-tuple once a value arrived
+        self.acc = None if resume is None else (_unbox(resume),)  # (acc,) once a value arrived
 
     def on_item(self, value):
         acc = self.acc
@@ -63,11 +119,11 @@ class ReduceFinalLogic(StatefulLogic):
         return ([self.acc[0]] if self.acc is not None else _NOTHING), DISCARD
 
     def snapshot(self):
-        return self.acc
+        return None if self.acc is None else _box(self.acc[0])
 
 
 class CountFinalLogic(StatefulLogic):
-    """Counts values; emits the count at EOF."""
+    """Counts values; emits the count at EOF. Snapshot: the count (Bytewax's)."""
 
     def __init__(self, _config=None, resume=None):
         self.count = resume or 0
@@ -85,11 +141,15 @@ class CountFinalLogic(StatefulLogic):
 
 class ExtremeFinalLogic(StatefulLogic):
     """Keeps the max (``sign=1``) or min (``sign=-1``) value by ``by(value)``;
-    a tie keeps the earlier value."""
+    a tie keeps the earlier value.
+
+    Snapshot: the value kept, as in Bytewax (``(value,)`` when it is None or a
+    1-tuple: see ``_box``); None before any value.
+    """
 
     def __init__(self, config, resume=None):
         self.by, self.sign = config
-        self.best = resume  # (value,) once a value arrived
+        self.best = None if resume is None else (_unbox(resume),)  # (value,) once one arrived
 
     def on_item(self, value):
         best = self.best
@@ -105,7 +165,7 @@ class ExtremeFinalLogic(StatefulLogic):
         return ([self.best[0]] if self.best is not None else _NOTHING), DISCARD
 
     def snapshot(self):
-        return self.best
+        return None if self.best is None else _box(self.best[0])
 
 
 def fold_final(builder: Callable[[], Any], folder: Callable[[Any, Any], Any]) -> OperatorBuilder:

@@ -29,7 +29,9 @@ from ..logic import DISCARD, RETAIN, StatefulLogic
 from ..timers import EPOCH
 from ._base import (Duration, FieldSpec, OperatorBuilder, as_timedelta, field_getter, later,
                     time_getter)
-from .windowing import Collect, SessionWindower, WindowConfig, WindowLogic
+from .windows._aggs import Collect
+from .windows.core import WindowConfig, WindowLogic
+from .windows.windowers import SessionWindower
 
 _NOTHING = ()
 _WHOLE_KEY = 0  # the id of every value when deduplicating by the stream key itself

@@ -248,7 +248,7 @@ def test_tumbling_windows_with_late_values(events):
     late = [w for w in expected.by_key["ann"] if w.late is not None]
     assert [(w.window_id, w.late["id"]) for w in late] == [(0, "e1"), (1, "e3"), (0, "e1"),
                                                            (0, "e2")]
-    results, late_rows = ops.split_late(frame)
+    results, late_rows = sw.split_late(frame)
     assert results.columns == ["user", "window_id", "open_time", "close_time", "value"]
     assert late_rows.columns == ["user", "window_id", "open_time", "close_time", "ts",
                                  "amount", "id"]
@@ -569,6 +569,47 @@ def test_streaming_ttl_expires_idle_keys(spark, tmp_path, host, buckets):
         # the watermark is 68 min: a (idle since 60) is not expired yet; fold emits nothing
         # at EOF, and nothing fails to restore the ttl's snapshots
         assert ends.collect() == []
+
+
+class _FoldFinalBefore(sw.StatefulLogic):
+    """``ops.fold_final(list, append)`` as earlier sparkwax stored it: ``(acc,)``."""
+
+    def __init__(self, resume=None):
+        self.acc = resume[0] if resume is not None else []
+
+    def on_item(self, value):
+        self.acc = self.acc + [value]
+        return [], sw.RETAIN
+
+    def on_eof(self):
+        return [self.acc], sw.DISCARD
+
+    def snapshot(self):
+        return (self.acc,)
+
+
+@HOSTS
+def test_fold_final_restores_a_checkpoint_written_before(spark, tmp_path, host, buckets):
+    from sparkwax.engine.checkpoint import read_entries
+
+    source, checkpoint = tmp_path / "in", str(tmp_path / "checkpoint")
+    source.mkdir()
+
+    def run_with(builder, number, values):
+        (source / f"batch-{number}.json").write_text(
+            "".join(json.dumps({"key": "k", "value": v}) + "\n" for v in values))
+        stream = spark.readStream.schema("key string, value long").json(str(source))
+        out = sw.stateful(stream, key="key", builder=builder, value="value", step_id="f",
+                          output_schema="values array<long>", host=host, buckets=buckets)
+        query = sw.start(out, checkpoint=checkpoint,   # emits nothing before EOF
+                         foreach_batch=lambda frame, _: frame.collect())
+        query.processAllAvailable()
+        query.stop()
+        return {e.key: e.snapshot for e in read_entries(spark, checkpoint, step_id="f")}
+
+    assert run_with(_FoldFinalBefore, 0, [1, 2]) == {"k": ([1, 2],)}
+    # the same step with today's fold_final: restores (acc,), stores acc (Bytewax's shape)
+    assert run_with(ops.fold_final(list, lambda acc, v: acc + [v]), 1, [3]) == {"k": [1, 2, 3]}
 
 
 def test_ttl_needs_the_event_time_in_the_values(events):

@@ -2,8 +2,9 @@
 stateful_flat_map, collect, the *_final family, join in every mode, every
 windower with every window operator, out-of-order items) through Bytewax's
 ``run_main`` and through sparkwax's offline runner, compared per key, window
-ids and open/close metadata included. The bounded Spark run of the same cases
-is tests/spark/test_bytewax_family_spark.py."""
+ids and open/close metadata included, and the snapshots each key holds before
+EOF (read from Bytewax's recovery store). The bounded Spark run of the same
+cases is tests/spark/test_bytewax_family_spark.py."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from sparkwax.testing import Batch, Crash, Eof, run  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from bytewax_family import (  # noqa: E402
-    WAIT, family_cases, offline_items, run_bytewax, sparkwax_shape)
+    WAIT, bytewax_snapshots, family_cases, offline_items, run_bytewax, sparkwax_shape)
 
 CASES = {case.name: case for case in family_cases()}
 TIME = sw.EventTime("ts", watermark=WAIT)
@@ -54,6 +55,25 @@ def test_same_outputs_per_key_as_bytewax(name):
                                   "fold_window-sliding", "count_window-session"])
 def test_same_outputs_with_crashes(name):
     assert offline(CASES[name], crash_every=3) == bytewax_result(name)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, case in CASES.items() if case.snapshots))
+def test_same_snapshots_per_key_as_bytewax(name, tmp_path):
+    """After every item and before EOF, each key's snapshot is Bytewax's."""
+    case = CASES[name]
+    expected = bytewax_snapshots(case, tmp_path)
+    assert expected, "the case must leave some state"
+    script = [Batch([pair]) for pair in offline_items(case)]   # no Eof: state stays
+    got = run(case.builder, script).snapshots
+    bytewax_view, sparkwax_view = case.snapshots
+    assert {k: sparkwax_view(s) for k, s in got.items()} == {
+        k: bytewax_view(s) for k, s in expected.items()}
+
+
+def test_snapshots_are_compared_for_the_whole_one_input_family():
+    assert {name for name, case in CASES.items() if case.snapshots} == {
+        "stateful_map", "stateful_flat_map", "collect", "fold_final", "reduce_final",
+        "count_final", "max_final", "min_final"}
 
 
 def test_the_cases_cover_the_family_and_out_of_order_windows():

@@ -22,7 +22,7 @@ from sparkwax.testing import Batch, Eof, check_logic, run
 from sparkwax.testing.strategies import timestamped_items
 
 REPO = Path(__file__).resolve().parents[2]
-MODULES = ["basic", "final", "collecting", "joins", "windowing", "window_aggs", "recipes",
+MODULES = ["basic", "final", "collecting", "joins", "windows.core", "windows._aggs", "recipes",
            "rules", "running", "sequence", "many_timers"]
 
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import sparkwax as sw
+from sparkwax import recovery
 from sparkwax.operators import (collect, count_final, fold_final, max_final, min_final,
                                 reduce_final, stateful_flat_map, stateful_map)
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
@@ -107,6 +110,64 @@ def test_fold_final_keeps_a_none_accumulator():
     keep_none = fold_final(lambda: "start", lambda acc, v: None if v == "clear" else v)
     result = run(keep_none, [Batch([("a", "x"), ("a", "clear")]), Crash(), Eof()])
     assert result.by_key == {"a": [None]}
+
+
+# Snapshots: the accumulator itself (Bytewax's shape; tests/unit/test_bytewax_family.py
+# compares them with Bytewax's recovery store), except None and 1-tuples, which
+# are stored as (acc,), the form every accumulator had before.
+
+LAST = {   # each operator's accumulator becomes the key's latest value
+    "fold_final": fold_final(lambda: "start", lambda acc, value: value),
+    "reduce_final": reduce_final(lambda acc, value: value),
+    "max_final": max_final(by=lambda value: 0),      # a tie keeps the earlier: the first
+    "min_final": min_final(by=lambda value: 0),
+}
+ACCUMULATORS = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3),
+    lambda inner: st.tuples(inner) | st.tuples(inner, inner) | st.lists(inner, max_size=2),
+    max_leaves=6)
+
+
+def test_final_snapshots_are_the_accumulator_as_in_bytewax():
+    script = [Batch(ITEMS)]                  # no Eof: the state stays
+    assert run(fold_final(list, lambda acc, v: acc + [v]), script).snapshots == {
+        "a": [3, 5, 5], "b": [7, 1], "c": [0]}
+    assert run(reduce_final(lambda a, b: a * 10 + b), script).snapshots == {
+        "a": 355, "b": 71, "c": 0}
+    assert run(max_final(), script).snapshots == {"a": 5, "b": 7, "c": 0}
+    assert run(min_final(), script).snapshots == {"a": 3, "b": 1, "c": 0}
+    assert run(count_final(), script).snapshots == {"a": 3, "b": 2, "c": 1}
+
+
+@pytest.mark.parametrize("name", sorted(LAST))
+def test_none_and_one_tuple_accumulators_are_stored_boxed(name):
+    snapshots = run(LAST[name], [Batch([("none", None), ("one", (7,)), ("two", (7, 8)),
+                                        ("boxed", ((7,),))])]).snapshots
+    assert snapshots == {"none": (None,), "one": ((7,),), "two": (7, 8), "boxed": (((7,),),)}
+
+
+@pytest.mark.parametrize("name", sorted(LAST))
+@given(acc=ACCUMULATORS)
+def test_every_accumulator_survives_a_restore(name, acc):
+    result = run(LAST[name], [Batch([("k", acc)]), Crash(), Eof()])
+    assert result.by_key == {"k": [acc]}
+
+
+@pytest.mark.parametrize("name", sorted(LAST))
+@given(acc=ACCUMULATORS)
+def test_a_snapshot_written_before_restores(name, acc):
+    """Earlier sparkwax stored every accumulator as the 1-tuple (acc,)."""
+    blob = recovery.encode((acc,), step_id="s", key="k")   # what that version committed
+    logic = LAST[name](recovery.decode(blob, step_id="s", key="k"))
+    assert logic.on_eof() == ([acc], sw.DISCARD)
+
+
+def test_an_old_fold_final_snapshot_restores_and_is_rewritten_in_the_new_form():
+    builder = fold_final(list, lambda acc, v: acc + [v])
+    logic = builder(([1, 2],))                         # written before: (acc,)
+    assert logic.on_item(3) == ((), sw.RETAIN)
+    assert logic.snapshot() == [1, 2, 3]               # written now: acc, Bytewax's shape
+    assert builder(logic.snapshot()).on_eof() == ([[1, 2, 3]], sw.DISCARD)
 
 
 def test_max_and_min_final_ties_keep_the_earlier_value():

@@ -9,10 +9,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import sparkwax as sw
-from sparkwax.operators import Tagged, joiner, stateful_map, tag
+from sparkwax.operators import Tagged, TumblingWindower, count_window, joiner, stateful_map, tag
 from sparkwax.sides import SIDE_COLUMN, Sides
 from sparkwax.step import Step
-from sparkwax.operators.windowing import TumblingWindower, count_window
 from sparkwax.logic import overrides_notify_at
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 

@@ -1,6 +1,7 @@
-"""Event-time windows: tumbling, sliding and session windows per key.
+"""The window logic and the window operators (re-exported by ``sparkwax.operators``).
 
-A window operator is one logic per key that keeps that key's open windows:
+A window operator is one logic per key (:class:`WindowLogic`) that keeps that
+key's open windows:
 ``fold_window``, ``collect_window``, ``count_window``, ``reduce_window``,
 ``sum_window``, ``mean_window``, ``max_window``, ``min_window`` and
 ``join_window``, each over a
@@ -36,6 +37,7 @@ Time (see docs/operators.md, "Windows"):
 
 >>> from datetime import datetime, timedelta, timezone
 >>> import sparkwax as sw
+>>> from sparkwax.operators import TumblingWindower
 >>> from sparkwax.testing import Batch, Eof, run
 >>> t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 >>> at = lambda m: {"ts": t0 + timedelta(minutes=m)}
@@ -48,26 +50,31 @@ Time (see docs/operators.md, "Windows"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union, cast
 
-from ..clock import now
-from ..errors import ConfigError
-from ..logic import DISCARD, StatefulLogic
-from ._base import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,
-                    later, optional_timedelta, time_getter)
-from .joins import JoinConfig
-from .window_aggs import Collect, Count, Extreme, Fold, Join, Mean, Ordered, Reduce, Sum
-from .window_out import WindowOut, as_window_out, late_window_out, split_late, window_schema
-from .windowers import (FixedWindower, SessionWindower, SlidingWindower, TumblingWindower,
-                        Windower)
+from ...clock import now
+from ...errors import ConfigError
+from ...logic import DISCARD, StatefulLogic
+from .._base import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,
+                     later, optional_timedelta, time_getter)
+from ..joins import JoinConfig
+from ._aggs import Collect, Count, Extreme, Fold, Join, Mean, Ordered, Reduce, Sum
+from .out import WindowOut
+from .windowers import FixedWindower, SessionWindower, Windower
 
 LATE_SESSION_ID = -1
 """The window id of a late value of a session window (which session it missed
 is not known once that session is closed and forgotten)."""
 
-# Windowers (windowers.py) and aggregations (window_aggs.py) are re-exported here.
+
+def _result(window_id, open_time, close_time, value) -> WindowOut:
+    """A window's result: the default ``result`` of :class:`WindowConfig`."""
+    return WindowOut(window_id, open_time, close_time, value)
+
+
+def _late(window_id, open_time, close_time, value) -> WindowOut:
+    """A late value: the default ``late`` of :class:`WindowConfig`."""
+    return WindowOut(window_id, open_time, close_time, None, value)
 
 
 # -- the logic ------------------------------------------------------------------
@@ -77,7 +84,7 @@ class WindowConfig:
     """What a window operator's builder holds."""
 
     def __init__(self, windower: Windower, agg, ts: FieldSpec, lateness: Optional[Duration],
-                 result: Callable = as_window_out, late: Optional[Callable] = late_window_out,
+                 result: Callable = _result, late: Optional[Callable] = _late,
                  ordered: bool = False, session_ids: bool = True):
         if not isinstance(windower, (FixedWindower, SessionWindower)):
             raise ConfigError(f"windower must be a TumblingWindower, SlidingWindower or "
@@ -285,14 +292,14 @@ class WindowLogic(StatefulLogic):
             emits.append(self.config.result(window_id, open_time, close_time, out))
 
 
-def window_operator(name: str, windower: Windower, agg, *, ts: FieldSpec = "ts",
-                    lateness: Optional[Duration] = None,
-                    ordered: bool = False) -> OperatorBuilder:
+def _window_operator(name: str, windower: Windower, agg, *, ts: FieldSpec = "ts",
+                     lateness: Optional[Duration] = None,
+                     ordered: bool = False) -> OperatorBuilder:
     return OperatorBuilder(name, WindowLogic,
                            WindowConfig(windower, agg, ts, lateness, ordered=ordered))
 
 
-# -- the operators --------------------------------------------------------------
+# -- the operators (public: re-exported by sparkwax.operators) ------------------
 
 _DOC_COMMON = """
     ``ts``: the value's time (a field name or a callable returning an aware
@@ -314,8 +321,8 @@ def fold_window(windower: Windower, builder: Callable[[], Any],
     if isinstance(windower, SessionWindower) and merger is None and not ordered:
         raise ConfigError("fold_window over session windows needs merger=(older_acc, "
                           "newer_acc) -> acc, used when two sessions merge")
-    return window_operator("fold_window", windower, Fold(builder, folder, merger), ts=ts,
-                           lateness=lateness, ordered=ordered)
+    return _window_operator("fold_window", windower, Fold(builder, folder, merger), ts=ts,
+                            lateness=lateness, ordered=ordered)
 
 
 def collect_window(windower: Windower, *, ts: FieldSpec = "ts",
@@ -324,21 +331,21 @@ def collect_window(windower: Windower, *, ts: FieldSpec = "ts",
     """Per window, the list of its values: in timestamp order (ties in the
     order the logic saw them) with ``ordered=True``, Bytewax's default; in
     the order the logic saw them with ``ordered=False``."""
-    return window_operator("collect_window", windower, Collect(), ts=ts, lateness=lateness,
-                           ordered=ordered)
+    return _window_operator("collect_window", windower, Collect(), ts=ts, lateness=lateness,
+                            ordered=ordered)
 
 
 def count_window(windower: Windower, *, ts: FieldSpec = "ts",
                  lateness: Optional[Duration] = None) -> OperatorBuilder:
     """Per window, the number of its values."""
-    return window_operator("count_window", windower, Count(), ts=ts, lateness=lateness)
+    return _window_operator("count_window", windower, Count(), ts=ts, lateness=lateness)
 
 
 def reduce_window(windower: Windower, reducer: Callable[[Any, Any], Any], *,
                   ts: FieldSpec = "ts", lateness: Optional[Duration] = None) -> OperatorBuilder:
     """Per window, ``reducer(acc, value)`` from its first value."""
-    return window_operator("reduce_window", windower, Reduce(reducer), ts=ts,
-                           lateness=lateness)
+    return _window_operator("reduce_window", windower, Reduce(reducer), ts=ts,
+                            lateness=lateness)
 
 
 def sum_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
@@ -346,8 +353,8 @@ def sum_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts"
     """Per window, the sum of ``by(value)`` (a field name or a callable;
     default the value itself). None numbers are skipped, like Spark's
     ``sum``; a window whose numbers are all None sums to None."""
-    return window_operator("sum_window", windower, Sum(field_getter(by, "by") or identity),
-                           ts=ts, lateness=lateness)
+    return _window_operator("sum_window", windower, Sum(field_getter(by, "by") or identity),
+                            ts=ts, lateness=lateness)
 
 
 def mean_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
@@ -355,22 +362,22 @@ def mean_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts
     """Per window, the mean of ``by(value)`` (a field name or a callable;
     default the value itself) as a float. None numbers are skipped, like
     Spark's ``avg``; a window whose numbers are all None has a None mean."""
-    return window_operator("mean_window", windower, Mean(field_getter(by, "by") or identity),
-                           ts=ts, lateness=lateness)
+    return _window_operator("mean_window", windower, Mean(field_getter(by, "by") or identity),
+                            ts=ts, lateness=lateness)
 
 
 def max_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
                lateness: Optional[Duration] = None) -> OperatorBuilder:
     """Per window, the largest value by ``by`` (ties keep the earlier value)."""
-    return window_operator("max_window", windower, Extreme(field_getter(by) or identity, 1),
-                           ts=ts, lateness=lateness)
+    return _window_operator("max_window", windower, Extreme(field_getter(by) or identity, 1),
+                            ts=ts, lateness=lateness)
 
 
 def min_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
                lateness: Optional[Duration] = None) -> OperatorBuilder:
     """Per window, the smallest value by ``by`` (ties keep the earlier value)."""
-    return window_operator("min_window", windower, Extreme(field_getter(by) or identity, -1),
-                           ts=ts, lateness=lateness)
+    return _window_operator("min_window", windower, Extreme(field_getter(by) or identity, -1),
+                            ts=ts, lateness=lateness)
 
 
 def join_window(windower: Windower, sides: Union[int, Sequence[Any]] = 2, *,
@@ -388,8 +395,8 @@ def join_window(windower: Windower, sides: Union[int, Sequence[Any]] = 2, *,
     if inner is None:
         raise ConfigError("join_window needs ts=")
     config = JoinConfig(sides, insert_mode, emit_mode)
-    operator = window_operator("join_window", windower, Join(config), ts=_SideValue(inner),
-                               lateness=lateness, ordered=ordered)
+    operator = _window_operator("join_window", windower, Join(config), ts=_SideValue(inner),
+                                lateness=lateness, ordered=ordered)
     operator.sides = config.tags
     return operator
 

@@ -1,5 +1,5 @@
 """Windowers: which windows a value's time falls in (tumbling, sliding,
-session). Used by the window operators in ``windowing.py``.
+session). Used by the window operators in ``core.py``.
 
 >>> from datetime import datetime, timedelta, timezone
 >>> t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Union, cast
 
-from ..errors import ConfigError
-from ..timers import EPOCH
-from ._base import Duration, as_timedelta, aware
+from ...errors import ConfigError
+from ...timers import EPOCH
+from .._base import Duration, as_timedelta, aware
 
 _ZERO = timedelta(0)
 

@@ -1,4 +1,4 @@
-"""What a window holds: the aggregations of the window operators.
+"""What a window holds: the aggregations of the window operators (internal).
 
 A window is ``[open_time, close_time, count, acc]``; an aggregation says how
 ``acc`` starts, takes a value, merges with a later-opened window (sessions)
@@ -14,8 +14,8 @@ returns the final emits.
 
 from __future__ import annotations
 
-from ..errors import ConfigError
-from .joins import JoinConfig, join_complete, join_empty, join_insert, join_merge, join_rows
+from ...errors import ConfigError
+from ..joins import JoinConfig, join_complete, join_empty, join_insert, join_merge, join_rows
 
 _NOTHING = ()
 

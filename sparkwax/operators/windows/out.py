@@ -2,7 +2,7 @@
 
 >>> window_schema("long")
 'window_id long, open_time timestamp, close_time timestamp, value long, late string'
->>> late_window_out(0, None, None, {"x": 1})
+>>> WindowOut(0, None, None, late={"x": 1})
 WindowOut(window_id=0, open_time=None, close_time=None, value=None, late={'x': 1})
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Optional
 
-__all__ = ["WindowOut", "as_window_out", "late_window_out", "split_late", "window_schema"]
+__all__ = ["WindowOut", "window_schema"]
 
 
 @dataclass(frozen=True)
@@ -36,27 +36,3 @@ def window_schema(value: str, late: str = "string") -> str:
     ``lateness=``)."""
     return (f"window_id long, open_time timestamp, close_time timestamp, value {value}, "
             f"late {late}")
-
-
-def split_late(frame):
-    """A window operator's DataFrame as ``(results, late)``: results without
-    the ``late`` column, late rows with the late value's fields as columns.
-    (For a stream, split inside ``foreachBatch`` rather than running two
-    queries.)"""
-    from pyspark.sql import functions as F
-
-    results = frame.where(F.col("late").isNull()).drop("late")
-    head = [c for c in frame.columns if c not in ("value", "late")]
-    late = frame.where(F.col("late").isNotNull()).select(*[F.col(f"`{c}`") for c in head],
-                                                         "late.*")
-    return results, late
-
-
-
-
-def as_window_out(window_id, open_time, close_time, value):
-    return WindowOut(window_id, open_time, close_time, value)
-
-
-def late_window_out(window_id, open_time, close_time, value):
-    return WindowOut(window_id, open_time, close_time, None, value)
