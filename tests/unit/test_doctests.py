@@ -9,11 +9,11 @@ MODULES = [
     "sparkwax", "sparkwax.errors", "sparkwax.logic", "sparkwax.timers", "sparkwax.recovery",
     "sparkwax._driver", "sparkwax.testing", "sparkwax.testing.runner",
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
-    "sparkwax.testing.strategies.check", "sparkwax.state_cli", "sparkwax.operators.windowers",
-    "sparkwax.operators.window_aggs", "sparkwax.demo.report", "sparkwax.paths", "sparkwax.progress",
-    "sparkwax.snapshot_json", "sparkwax.testing.sides",
-    "sparkwax.operators.window_out", "sparkwax.demo.options", "sparkwax.clock",
-    "sparkwax.metrics", "sparkwax.demo.hosts",
+    "sparkwax.testing.strategies.check", "sparkwax.cli.state", "sparkwax.operators.windowers",
+    "sparkwax.operators.window_aggs", "sparkwax.cli.demo.report", "sparkwax.paths",
+    "sparkwax.engine.progress", "sparkwax.cli.snapshot_json", "sparkwax.testing.sides",
+    "sparkwax.operators.window_out", "sparkwax.cli.demo.options", "sparkwax.clock",
+    "sparkwax.metrics", "sparkwax.cli.demo.hosts",
 ]
 
 
