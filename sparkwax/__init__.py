@@ -5,8 +5,8 @@
 (False, True)
 
 The Spark entry points (``stateful``, ``stateful_batch``, ``connect``, ``join``,
-``split_late``, ``value_fields``, ``value_struct``, ``local_session``, ``start``, ``finish``)
-import pyspark on first use, so ``import sparkwax`` works
+``split_late``, ``value_fields``, ``value_struct``, ``local_session``, ``start``,
+``finish``, ``follow``) import pyspark on first use, so ``import sparkwax`` works
 without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 """
 
@@ -15,21 +15,20 @@ from .errors import (BuilderError, CallbackError, ConfigError, InputError, Logic
                      SnapshotError, SparkwaxError)
 from .clock import Clock, current_clock, now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
-from .progress import follow
 from .step import Step
 from .timers import EventTime, ProcessingTime
 
 __version__ = "0.1.0"
 
-_ENGINE_NAMES = ("finish", "local_session", "start", "stateful", "stateful_batch")
+_ENGINE_NAMES = ("finish", "follow", "local_session", "start", "stateful", "stateful_batch")
 _FRAME_NAMES = ("connect", "join", "split_late", "value_fields", "value_struct")
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time,
     # __getattr__ below imports them (and pyspark) on first use.
-    from .engine import (finish as finish, local_session as local_session, start as start,
-                         stateful as stateful, stateful_batch as stateful_batch)
+    from .engine import (finish as finish, follow as follow, local_session as local_session,
+                         start as start, stateful as stateful, stateful_batch as stateful_batch)
     from .frames import (connect as connect, join as join, split_late as split_late,
                          value_fields as value_fields, value_struct as value_struct)
 
@@ -37,7 +36,7 @@ __all__ = [  # a list display (sorted below) so that type checkers read it
     "Builder", "BuilderError", "CallbackError", "Clock", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", "Step", "current_clock", "follow", "now", *_ENGINE_NAMES, *_FRAME_NAMES,
+    "StatefulLogic", "Step", "current_clock", "now", *_ENGINE_NAMES, *_FRAME_NAMES,
 ]
 __all__.sort()
 

@@ -9,8 +9,9 @@
 from .checkpoint import finish
 from .outputs import SchemaError
 from .plan import STATE_SCHEMA, stateful, stateful_batch
+from .progress import follow
 from .session import STATE_STORES, local_session
 from .start import start
 
-__all__ = ["STATE_SCHEMA", "STATE_STORES", "SchemaError", "finish", "local_session",
+__all__ = ["STATE_SCHEMA", "STATE_STORES", "SchemaError", "finish", "follow", "local_session",
            "start", "stateful", "stateful_batch"]

@@ -70,7 +70,6 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR",
     }
     if submitted is not None:  # spark-submit's --conf values win over the defaults above

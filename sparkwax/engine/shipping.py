@@ -12,6 +12,13 @@ each step's function (``ship_function``, ``carrier.py``). Spark puts shipped zip
 so executors run exactly the driver's sparkwax even where another version is
 installed.
 
+The zip holds the runtime only: the core, ``engine`` and ``operators``, not
+the command line (``sparkwax.cli``, with the demo) nor the test tooling
+(``sparkwax.testing``). Where executors import sparkwax from the zip, the
+classes and functions a step takes from those two packages (the demo's
+logics, ``sparkwax.testing.reference`` builders) travel by value, through
+PySpark's cloudpickle (``pickle_unshipped_by_value``).
+
 >>> path = build_zip()                                    # doctest: +SKIP
 >>> os.path.basename(path)                                # doctest: +SKIP
 'sparkwax-0.1.0-3f2a9c1b7d20.zip'
@@ -30,7 +37,7 @@ server's Python workers are not this interpreter, whatever its master. A zip alr
 
 ``python -m sparkwax.engine.shipping`` prints the zip's path, for plain
 ``spark-submit --py-files``. This module imports pyspark only inside
-``ensure_shipped``.
+``ensure_shipped`` and ``pickle_unshipped_by_value``.
 """
 
 from __future__ import annotations
@@ -55,7 +62,9 @@ _AUTO = {"auto", ""}
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # zip timestamps: fixed, so equal sources give equal bytes
 _SKIPPED_DIRS = {"__pycache__"}
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
+UNSHIPPED = ("cli", "testing")  # subpackages left out of the zip: executors need neither
 _ATTRIBUTE = "_sparkwax_shipped"
+_ZIPPED = "_sparkwax_zipped"  # the executors import sparkwax from a zip (shipped or --py-files)
 
 log = logging.getLogger("sparkwax.shipping")
 _built: Dict[str, Tuple[tuple, str]] = {}  # package dir -> (fingerprint, zip path)
@@ -71,13 +80,15 @@ def package_dir() -> str:
 
 
 def package_files(directory: str) -> List[Tuple[str, str]]:
-    """``(path on disk, name in the zip)`` for every file of the package,
-    sorted, without bytecode caches and hidden files."""
+    """``(path on disk, name in the zip)`` for every file of the package's
+    runtime, sorted, without the ``UNSHIPPED`` subpackages, bytecode caches
+    and hidden files."""
     root = os.path.dirname(directory)
     found = []
     for folder, subfolders, files in os.walk(directory):
         subfolders[:] = sorted(d for d in subfolders
-                               if d not in _SKIPPED_DIRS and not d.startswith("."))
+                               if d not in _SKIPPED_DIRS and not d.startswith(".")
+                               and not (folder == directory and d in UNSHIPPED))
         for name in files:
             if name.startswith(".") or name.endswith(_SKIPPED_SUFFIXES):
                 continue
@@ -190,10 +201,39 @@ def ship_decision(master: Optional[str], conf_value: Optional[str],
 def ensure_shipped(spark) -> Optional[str]:
     """Make sparkwax importable on ``spark``'s executors; called when a step is
     planned. Returns the shipped zip's path (now or earlier in this
-    SparkContext), or None when nothing needs shipping."""
+    SparkContext), or None when nothing needs shipping. Where the executors
+    import sparkwax from a zip, registers ``UNSHIPPED`` for pickling by
+    value (``pickle_unshipped_by_value``), at every call: a step may use a
+    package imported since the last one."""
     sc = getattr(spark, "_sc", None)  # None for Spark Connect sessions
     if sc is None:
-        return _ship_to_connect(spark)
+        path = _ship_to_connect(spark)
+        zipped = path is not None
+    else:
+        path = _ship_to_context(spark, sc)
+        zipped = bool(getattr(sc, _ZIPPED, False))
+    if zipped:
+        pickle_unshipped_by_value()
+    return path
+
+
+def pickle_unshipped_by_value() -> None:
+    """Have PySpark's cloudpickle send the classes and functions of
+    ``sparkwax.cli`` and ``sparkwax.testing`` by value: they are not in the
+    zip, so executors cannot import them. A package not imported yet holds
+    nothing a step uses; registering a package covers its submodules, also
+    those imported later."""
+    from pyspark import cloudpickle
+
+    root = __name__.split(".")[0]
+    for name in UNSHIPPED:
+        package = sys.modules.get(f"{root}.{name}")
+        if package is not None:
+            cloudpickle.register_pickle_by_value(package)
+
+
+def _ship_to_context(spark, sc) -> Optional[str]:
+    """ensure_shipped for a classic session: ``addPyFile``, once per SparkContext."""
     shipped = getattr(sc, _ATTRIBUTE, None)
     if shipped is not None:
         return shipped or None
@@ -202,6 +242,7 @@ def ensure_shipped(spark) -> Optional[str]:
                  (sc.getConf().get("spark.submit.pyFiles", "") or "").split(",") if p]
     ship, reason = ship_decision(sc.master, spark.conf.get(CONF_KEY, None),
                                  os.environ.get(ENV_KEY), included)
+    setattr(sc, _ZIPPED, ship or any(_is_sparkwax_zip(name) for name in included))
     if not ship:
         log.info("not shipping sparkwax: %s", reason)
         setattr(sc, _ATTRIBUTE, "")
@@ -299,8 +340,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-__all__ = ["CONF_KEY", "ENV_KEY", "build_zip", "cache_dir", "ensure_shipped", "is_local_master",
-           "package_files", "parse_setting", "ship_decision", "ship_function", "zip_bytes"]
+__all__ = ["CONF_KEY", "ENV_KEY", "UNSHIPPED", "build_zip", "cache_dir", "ensure_shipped",
+           "is_local_master", "package_files", "parse_setting", "pickle_unshipped_by_value",
+           "ship_decision", "ship_function", "zip_bytes"]
 
 
 if __name__ == "__main__":

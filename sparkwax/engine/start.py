@@ -17,7 +17,7 @@ import json
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import ConfigError
-from ..progress import follow, stop_on_signals
+from .progress import follow, stop_on_signals
 from .storage import join_path, storage_for
 
 STEP_METADATA = "sparkwax.step"
@@ -89,7 +89,7 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     ``trigger`` takes ``DataStreamWriter.trigger``'s keywords, e.g.
     ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``.
     ``progress=True`` prints a line per micro-batch to stderr
-    (``sparkwax.progress.follow``). With ``stop_on_signal`` (default), Ctrl-C
+    (``sparkwax.engine.progress.follow``). With ``stop_on_signal`` (default), Ctrl-C
     or SIGTERM stops the query between micro-batches, with one line saying so
     (when called from the main thread).
     """

@@ -13,8 +13,8 @@ from pyspark.sql import functions as F
 
 import sparkwax as sw
 from sparkwax.cli import main
-from sparkwax.demo import clickstream
-from sparkwax.demo.logics import CardFraud, UserSession, to_cents
+from sparkwax.cli.demo import clickstream
+from sparkwax.cli.demo.logics import CardFraud, UserSession, to_cents
 from sparkwax.testing import Batch, run
 from sparkwax.timers import EPOCH
 

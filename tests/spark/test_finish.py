@@ -9,8 +9,8 @@ import pytest
 import sparkwax as sw
 from sparkwax.engine.checkpoint import read_entries, state_summary
 from sparkwax.testing.spark import run_script_on_spark
-from sparkwax.snapshot_json import json_value
-from sparkwax.state_cli import state_command
+from sparkwax.cli.snapshot_json import json_value
+from sparkwax.cli.state import state_command
 from sparkwax.testing import Batch, Crash, Eof, run
 from sparkwax.testing.reference import Accumulator
 

@@ -6,7 +6,7 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.metrics import StepMetrics
-from sparkwax.progress import progress_line
+from sparkwax.engine.progress import progress_line
 from sparkwax.testing import Batch, Crash, run
 from sparkwax.testing.reference import SessionTracker
 from sparkwax.testing.spark import run_script_on_spark

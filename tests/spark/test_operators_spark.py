@@ -654,7 +654,7 @@ def test_ttl_is_part_of_the_steps_checkpoint_description(spark, tmp_path):
 
 @HOSTS
 def test_card_testing_sequence_on_the_demo_clickstream(spark, host, buckets):
-    from sparkwax.demo import clickstream
+    from sparkwax.cli.demo import clickstream
 
     stream = clickstream.generate(20_000, seed=7)
     columns = ["card_id", "ts", "amount", "event_id"]

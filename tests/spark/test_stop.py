@@ -26,7 +26,7 @@ import random
 
 def _start(tmp: Path, trigger: str = "300 milliseconds", *,
            submit: bool = False) -> subprocess.Popen:
-    launcher = [sys.executable, "-m", "sparkwax.submit"] if submit else [sys.executable]
+    launcher = [sys.executable, "-m", "sparkwax.cli.submit"] if submit else [sys.executable]
     return subprocess.Popen(
         [*launcher, str(APP), "--input", str(tmp / "in"), "--output", str(tmp / "out"),
          "--checkpoint", str(tmp / "ck"), "--trigger", trigger, "--progress"],

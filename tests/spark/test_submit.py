@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkwax import cli, submit
+from sparkwax import cli
+from sparkwax.cli import submit
 from sparkwax.engine import shipping
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,7 +147,7 @@ def offline_bursts(batches) -> Counter:
 def test_submit_runs_an_example_on_the_embedded_default(tmp_path):
     """No --master: spark-submit's local[*]; the __main__ logic travels by value."""
     batches = write_payments(tmp_path / "in", 4, "local")
-    command = [sys.executable, "-m", "sparkwax.submit", str(CLUSTER_APP),
+    command = [sys.executable, "-m", "sparkwax.cli.submit", str(CLUSTER_APP),
                "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
                "--checkpoint", str(tmp_path / "ck")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=400,

@@ -17,7 +17,7 @@ import pytest
 import sparkwax as sw
 from sparkwax.engine.checkpoint import clear, read_entries, state_summary
 from sparkwax.engine.storage import HadoopStorage, SparkStorage, storage_for
-from sparkwax.state_cli import state_command
+from sparkwax.cli.state import state_command
 from sparkwax.testing import Eof, run
 from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark

@@ -32,12 +32,12 @@ def test_a_carried_function_brings_sparkwax_along(tmp_path):
     from pyspark import cloudpickle
 
     from sparkwax.engine.carrier import carry
-    from sparkwax.engine.shipping import build_zip
+    from sparkwax.engine.shipping import build_zip, pickle_unshipped_by_value
     from sparkwax.testing.reference import Counter
 
-    def step(key, values):  # by value; Counter and run by reference to sparkwax
-        from sparkwax.testing import Batch, run
-        return run(Counter, [Batch([(key, v) for v in values])]).by_key
+    def step(key, values):  # by value; Counter too (sparkwax.testing is not in the zip),
+        logic = Counter(None)  # its base class by reference to the zip's sparkwax.logic
+        return {key: [logic.on_item(v)[0][0] for v in values]}
 
     command, env = _bare_python(tmp_path)
     bare = subprocess.run(command + ["import sparkwax"], cwd=tmp_path, env=env,
@@ -45,7 +45,13 @@ def test_a_carried_function_brings_sparkwax_along(tmp_path):
     assert "No module named 'sparkwax'" in bare.stderr
 
     path = build_zip()
-    carried = carry(step, zip_bytes=Path(path).read_bytes(), zip_name=os.path.basename(path))
+    before = cloudpickle.cloudpickle.list_registry_pickle_by_value()
+    pickle_unshipped_by_value()  # what ship_function does before it carries a step
+    try:
+        carried = carry(step, zip_bytes=Path(path).read_bytes(), zip_name=os.path.basename(path))
+    finally:
+        for name in cloudpickle.cloudpickle.list_registry_pickle_by_value() - before:
+            cloudpickle.unregister_pickle_by_value(sys.modules[name])
     child = subprocess.run(command + [CHILD], cwd=tmp_path, env=env, capture_output=True,
                            input=cloudpickle.dumps(carried))
     out = child.stdout.decode().splitlines()

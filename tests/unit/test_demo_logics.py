@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 import sparkwax as sw
 from sparkwax.cli import COMMANDS, build_parser, main
-from sparkwax.demo import clickstream
-from sparkwax.demo.app import parse_trigger
-from sparkwax.demo.logics import CardFraud, UserSession
+from sparkwax.cli.demo import clickstream
+from sparkwax.cli.demo.app import parse_trigger
+from sparkwax.cli.demo.logics import CardFraud, UserSession
 from sparkwax.testing import Batch, Crash, Eof, check_logic, run
 from sparkwax.testing.strategies import timestamped_items
 
@@ -275,7 +275,7 @@ def test_demo_refuses_a_foreign_output_folder(tmp_path, capsys):
 
 
 def test_demo_clears_its_own_earlier_output(tmp_path):
-    from sparkwax.demo.app import MARKER, _prepare
+    from sparkwax.cli.demo.app import MARKER, _prepare
 
     output, checkpoint = tmp_path / "out", tmp_path / "elsewhere"
     _prepare(str(output), str(checkpoint))
@@ -298,8 +298,8 @@ def test_summary_prints_every_line_of_the_report():
     import io
     from datetime import datetime, timezone
 
-    from sparkwax.demo.app import DemoReport, QueryStats
-    from sparkwax.demo.report import Printer, print_summary
+    from sparkwax.cli.demo.app import DemoReport, QueryStats
+    from sparkwax.cli.demo.report import Printer, print_summary
 
     report = DemoReport(events=1_000, files=4, output="/out", checkpoint="/out/ck", late=7,
                         sessions=20, session_events=900, open_sessions=3, open_events=93,

@@ -9,12 +9,12 @@ MODULES = [
     "sparkwax", "sparkwax.errors", "sparkwax.logic", "sparkwax.timers", "sparkwax.recovery",
     "sparkwax._driver", "sparkwax.testing", "sparkwax.testing.runner",
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
-    "sparkwax.testing.strategies.check", "sparkwax.state_cli",
+    "sparkwax.testing.strategies.check", "sparkwax.cli.state",
     "sparkwax.operators.windows.windowers", "sparkwax.operators.windows._aggs",
-    "sparkwax.demo.report", "sparkwax.paths", "sparkwax.progress",
-    "sparkwax.snapshot_json",
-    "sparkwax.operators.windows.out", "sparkwax.demo.options", "sparkwax.clock",
-    "sparkwax.metrics", "sparkwax.demo.hosts", "sparkwax.step", "sparkwax.sides",
+    "sparkwax.cli.demo.report", "sparkwax.paths", "sparkwax.engine.progress",
+    "sparkwax.cli.snapshot_json",
+    "sparkwax.operators.windows.out", "sparkwax.cli.demo.options", "sparkwax.clock",
+    "sparkwax.metrics", "sparkwax.cli.demo.hosts", "sparkwax.step", "sparkwax.sides",
     "sparkwax.builders", "sparkwax.expiry", "sparkwax.limits",
 ]
 

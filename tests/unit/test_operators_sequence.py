@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import sparkwax as sw
 import sparkwax.operators as ops
-from sparkwax.demo import clickstream
+from sparkwax.cli.demo import clickstream
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, check_logic, run, run_bounded
 from sparkwax.testing.strategies import timestamped_items
 

@@ -12,7 +12,7 @@ from sparkwax.paths import join_path, scheme_of
 REPO = Path(__file__).resolve().parents[2]
 # Every module that reads or writes next to a checkpoint or a sink.
 CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/start.py",
-                      "sparkwax/engine/storage.py", "sparkwax/state_cli.py",
+                      "sparkwax/engine/storage.py", "sparkwax/cli/state.py",
                       "sparkwax/paths.py"]
 
 
@@ -66,7 +66,7 @@ def test_state_tools_refuse_a_local_non_checkpoint_before_starting_spark(tmp_pat
     import argparse
 
     import sparkwax.engine.session as session
-    from sparkwax.state_cli import state_command
+    from sparkwax.cli.state import state_command
 
     def no_jvm(*args, **kwargs):
         raise AssertionError("a JVM was started")

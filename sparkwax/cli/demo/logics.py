@@ -19,7 +19,7 @@ import bisect
 from datetime import datetime, timedelta
 from typing import List, Optional, Tuple
 
-from ..logic import DISCARD, RETAIN, StatefulLogic
+from ...logic import DISCARD, RETAIN, StatefulLogic
 
 SESSION_SCHEMA = ("session_start timestamp, session_end timestamp, events long, "
                   "purchases long, revenue double")

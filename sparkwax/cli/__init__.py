@@ -5,8 +5,11 @@ sparkwax 0.1.0
 
 Each subcommand is one function that takes its argparse sub-parser, adds its
 options and returns the handler (``handler(args) -> exit code``); registering
-it is one line in ``COMMANDS``. Import heavy modules (pyspark) inside the
-handler, not at the top, so ``sparkwax --help`` stays instant::
+it is one line in ``COMMANDS``: the function, or ``"module:function"`` for a
+command in a module of its own (imported when the parser is built, not with
+this package, so ``python -m sparkwax.cli.submit`` loads that module once).
+Import heavy modules (pyspark) inside the handler, not at the top, so
+``sparkwax --help`` stays instant::
 
     def state_command(parser):
         \"\"\"Show the live state of a checkpointed query.\"\"\"
@@ -25,12 +28,10 @@ the whole docstring its description.
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import sys
-from typing import Callable, Dict, List, Optional, Sequence
-
-from .state_cli import state_command
-from .submit import submit_command
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 Handler = Callable[[argparse.Namespace], int]
 Command = Callable[[argparse.ArgumentParser], Handler]
@@ -51,15 +52,25 @@ def demo_command(parser: argparse.ArgumentParser) -> Handler:
     return app.run_from_args
 
 
-COMMANDS: Dict[str, Command] = {
+COMMANDS: Dict[str, Union[Command, str]] = {
     "demo": demo_command,
-    "state": state_command,
-    "submit": submit_command,
+    "state": "sparkwax.cli.state:state_command",
+    "submit": "sparkwax.cli.submit:submit_command",
 }
 
 
-def build_parser(commands: Optional[Dict[str, Command]] = None) -> argparse.ArgumentParser:
-    from . import __version__
+def load_command(command: Union[Command, str]) -> Command:
+    """``command``, or the function a ``"module:function"`` entry names."""
+    if isinstance(command, str):
+        module, _, name = command.partition(":")
+        loaded: Command = getattr(importlib.import_module(module), name)
+        return loaded
+    return command
+
+
+def build_parser(commands: Optional[Dict[str, Union[Command, str]]] = None
+                 ) -> argparse.ArgumentParser:
+    from .. import __version__
 
     parser = argparse.ArgumentParser(
         prog="sparkwax",
@@ -67,7 +78,8 @@ def build_parser(commands: Optional[Dict[str, Command]] = None) -> argparse.Argu
                     "run on Apache Spark Structured Streaming.")
     parser.add_argument("--version", action="version", version=f"sparkwax {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, command in (commands or COMMANDS).items():
+    for name, entry in (commands or COMMANDS).items():
+        command = load_command(entry)
         doc = inspect.getdoc(command) or ""
         summary = doc.splitlines()[0] if doc else None
         child = sub.add_parser(name, help=summary, description=doc or None,
@@ -87,4 +99,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return int(handler(args) or 0)
 
 
-__all__: List[str] = ["COMMANDS", "build_parser", "demo_command", "main"]
+__all__: List[str] = ["COMMANDS", "build_parser", "demo_command", "load_command", "main"]

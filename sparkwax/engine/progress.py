@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Optional, TextIO
 
-from .metrics import steps_in
+from ..metrics import steps_in
 
 Say = Callable[[str], None]
 

@@ -18,7 +18,7 @@ True
 
 Command line (writes the files only)::
 
-    python -m sparkwax.demo.clickstream --events 200000 --batches 20 --out DIR
+    python -m sparkwax.cli.demo.clickstream --events 200000 --batches 20 --out DIR
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ def late_events(batches: Sequence[Sequence[dict]], watermark_ms: int,
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sparkwax.demo.clickstream",
+        prog="python -m sparkwax.cli.demo.clickstream",
         description="Write the demo's seeded e-commerce clickstream as micro-batch files.")
     parser.add_argument("--events", type=int, default=200_000,
                         help="number of events (default: %(default)s)")

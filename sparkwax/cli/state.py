@@ -3,7 +3,7 @@
 ``show`` decodes every key's snapshot through Spark's ``statestore`` reader
 and prints key, snapshot (repr, cut), size and next timer, then a summary
 line; ``--json`` prints one JSON object per key (sorted by key; the snapshot
-as JSON: see ``sparkwax.snapshot_json``) and a summary line instead.
+as JSON: see ``sparkwax.cli.snapshot_json``) and a summary line instead.
 ``clear`` removes the checkpoint after a confirmation (``--yes`` skips it),
 and refuses while a query seems to be running on it. Checkpoints are read
 through Spark's file systems (any URI Spark can write a checkpoint to:
@@ -19,8 +19,8 @@ import os
 import sys
 from typing import List
 
-from .errors import ConfigError, SparkwaxError, short_repr
-from .paths import local_folder
+from ..errors import ConfigError, SparkwaxError, short_repr
+from ..paths import local_folder
 from .snapshot_json import json_value, sort_key
 
 _SNAPSHOT_WIDTH = 60
@@ -83,7 +83,7 @@ def _settings(args) -> dict:
 def _session(args, app_name: str):
     """The Spark session that reads the checkpoint; a checkpoint that surely is
     on the local disk is checked first, so a wrong path fails before a JVM starts."""
-    from .engine.session import local_session
+    from ..engine.session import local_session
 
     settings = _settings(args)
     folder = None if args.remote else local_folder(args.checkpoint, settings, os.environ)
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args) -> int:
-    from .engine.checkpoint import read_entries, state_summary
+    from ..engine.checkpoint import read_entries, state_summary
 
     spark = _session(args, "sparkwax-state")
     entries = read_entries(spark, args.checkpoint, operator_id=args.operator, key=args.key,
@@ -129,8 +129,8 @@ def _show(args) -> int:
 
 
 def _clear(args) -> int:
-    from .engine.checkpoint import clear, require_checkpoint, running_query_hint
-    from .engine.storage import storage_for
+    from ..engine.checkpoint import clear, require_checkpoint, running_query_hint
+    from ..engine.storage import storage_for
 
     spark = _session(args, "sparkwax-state")
     require_checkpoint(storage_for(spark), args.checkpoint)

@@ -165,7 +165,7 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
                   app_args: Sequence[str] = (), spark_args: Sequence[str] = (),
                   home: Optional[str] = None) -> Tuple[List[str], Dict[str, str]]:
     """The spark-submit command and the environment variables it sets."""
-    from .engine import shipping
+    from ..engine import shipping
 
     home = home or spark_home()
     spark_args = list(spark_args)
@@ -295,7 +295,7 @@ def _restore(handlers) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m sparkwax.submit ...`` (same as ``sparkwax submit ...``)."""
+    """``python -m sparkwax.cli.submit ...`` (same as ``sparkwax submit ...``)."""
     import inspect
 
     parser = argparse.ArgumentParser(prog="sparkwax submit",

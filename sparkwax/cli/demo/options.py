@@ -10,8 +10,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
-from ..errors import ConfigError
-from ..timers import duration_ms
+from ...errors import ConfigError
+from ...timers import duration_ms
 from . import clickstream
 from .hosts import HOSTS
 

@@ -32,14 +32,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
-from ..errors import ConfigError, SparkwaxError
-from ..metrics import StepMetrics, by_batch
-from ..paths import join_path, scheme_of
-from ..timers import EPOCH, EventTime, duration_ms
+from ...errors import ConfigError, SparkwaxError
+from ...metrics import StepMetrics, by_batch
+from ...paths import join_path, scheme_of
+from ...timers import EPOCH, EventTime, duration_ms
 from . import clickstream
 from .hosts import demo_hosts
 from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
-from ..progress import Follower
 from .options import (AVAILABLE_NOW, DEFAULT_OUTPUT, DemoOptions, add_arguments,
                       parse_trigger)
 from .report import Printer, print_summary
@@ -148,7 +147,7 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
     from pyspark import SparkContext
 
     import sparkwax
-    from ..engine.storage import storage_for
+    from ...engine.storage import storage_for
 
     owned = options.remote is None and SparkContext._active_spark_context is None
     if options.remote is not None:  # a Connect client session: the server outlives it
@@ -231,7 +230,7 @@ def _prepare_checkpoint_uri(store, checkpoint: str) -> None:
 
 def _master(spark) -> str:
     """The master URL, or the Connect server's (a Connect client has no SparkContext)."""
-    from ..engine.storage import is_connect
+    from ...engine.storage import is_connect
 
     if is_connect(spark):
         return f"{spark.conf.get('spark.master', '?')} via Spark Connect"
@@ -279,6 +278,8 @@ def _start_queries(spark, paths, checkpoint, trigger, fmt, hosts):
 
 def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer) -> None:
     """Print progress until the queries have consumed the input."""
+    from ...engine.progress import Follower
+
     lines = Follower(queries, lambda line: say("  " + line))
     done = threading.Event()
     failure: List[BaseException] = []
@@ -395,7 +396,7 @@ def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
 def _state_snapshots(spark, checkpoint: str, step_id: str) -> Optional[list]:
     """The decoded snapshots of the query's live keys (Spark's ``statestore``
     reader at the last committed batch), or None if they cannot be read."""
-    from ..engine.checkpoint import read_entries
+    from ...engine.checkpoint import read_entries
 
     try:
         entries = read_entries(spark, checkpoint, step_id=step_id)
