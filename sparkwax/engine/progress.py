@@ -2,7 +2,7 @@
 
 ``follow(queries)`` prints a line per finished micro-batch of each query
 (batch id, input rows, rows/s, late rows (dropped by sparkwax steps, see
-``sparkwax.metrics``, or by Spark's own operators), timers fired, state rows,
+``sparkwax.metrics``, or by Spark's own state operators), timers fired, state rows,
 watermark, duration), read from Spark's own ``StreamingQueryProgress``, to
 stderr: through rich on an interactive terminal, plain text otherwise.
 ``stop_on_signals(queries)`` makes Ctrl-C (SIGINT) and SIGTERM stop the
@@ -37,10 +37,10 @@ def progress_line(name: str, progress: Mapping[str, Any], width: int = 0) -> str
     """One line for one micro-batch's progress (a ``StreamingQueryProgress``)."""
     rows = int(progress.get("numInputRows") or 0)
     rate = float(progress.get("processedRowsPerSecond") or 0.0)
-    operators = progress.get("stateOperators") or []
-    state = sum(int(op.get("numRowsTotal") or 0) for op in operators)
-    steps = steps_in(progress, spark_drops=False).values()  # Spark's are in its operators
-    late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators) + sum(
+    state_ops = progress.get("stateOperators") or []
+    state = sum(int(op.get("numRowsTotal") or 0) for op in state_ops)
+    steps = steps_in(progress, spark_drops=False).values()  # Spark's are in stateOperators
+    late = sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in state_ops) + sum(
         step.rows_late for step in steps)
     timers = sum(step.timers_fired for step in steps)
     seconds = int((progress.get("durationMs") or {}).get("triggerExecution") or 0) / 1000
