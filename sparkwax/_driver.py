@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import warnings
 from time import perf_counter_ns
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, cast
 
 from . import recovery
-from .clock import Clock, _CURRENT
+from .clock import Clock, reset_clock, set_clock
 from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicError,
                      LostStateWarning, NotifyAtError, ReturnValueError)
 from .expiry import TtlLogic
 from .limits import Limited
+from .logic import BatchLogic, ItemLogic, Logic
 from .metrics import StepMetrics
 from .sides import untagged_side
 from .step import Step
@@ -75,6 +76,11 @@ class Activation(NamedTuple):
 _ONE_INPUT = (0,)
 _MISSING = object()
 Columns = Optional[Sequence[Sequence[Any]]]
+"""The ``order_by`` columns of an activation's rows, one sequence per column."""
+EventTimes = Optional[Sequence[Optional[int]]]
+"""The rows' event times in epoch µs (None for a null one); None: no event time."""
+Run = Tuple[Optional[Logic], List[Any], int, int, bool]
+"""What ``Driver._run`` returns: ``(logic_or_None, emits, late, fired, touched)``."""
 
 
 class Driver:
@@ -89,7 +95,7 @@ class Driver:
     reads both from the values with ``read_columns``.
     """
 
-    def __init__(self, step: Step):
+    def __init__(self, step: Step) -> None:
         if not isinstance(step, Step):
             raise TypeError(f"Driver needs a sparkwax.step.Step, got {step!r}")
         self.step = step
@@ -122,15 +128,15 @@ class Driver:
         """How many inputs (each with its own watermark) the step has."""
         return 1 if self.sides is None else len(self.sides)
 
-    def side_of(self, key, value) -> int:
+    def side_of(self, key: Any, value: Any) -> int:
         """The input a value comes from (0 for a step with one input)."""
         if self.sides is None:
             untagged_side(self.step_id, value)
             return 0
         return self.sides.index_of(self.step_id, key, value)
 
-    def read_columns(self, key, values: Sequence) -> Tuple[Optional[List[Optional[int]]],
-                                                           Columns]:
+    def read_columns(self, key: Any, values: Sequence[Any]
+                     ) -> Tuple[Optional[List[Optional[int]]], Columns]:
         """``(event_times, order)`` read from the values themselves (the
         offline host's rows): ``value[field]`` for a mapping, else the
         attribute, or the callable's result."""
@@ -138,13 +144,14 @@ class Driver:
         if self.event_column is not None:
             times = [self.event_time_of(key, value) for value in values]
         order: Columns = None
-        if callable(self.order_by):
-            order = ([self._call_order_by(key, value) for value in values],)
-        elif self.order_by:
-            order = tuple([_field(value, name) for value in values] for name in self.order_by)
+        order_by = self.order_by
+        if callable(order_by):
+            order = ([self._call_order_by(order_by, key, value) for value in values],)
+        elif order_by:
+            order = tuple([_field(value, name) for value in values] for name in order_by)
         return times, order
 
-    def event_time_of(self, key, value) -> Optional[int]:
+    def event_time_of(self, key: Any, value: Any) -> Optional[int]:
         """A value's event time in epoch µs (None for a null one)."""
         column: Any = self.event_column
         if callable(column):
@@ -169,23 +176,31 @@ class Driver:
                              f"the event time column {column!r} must hold aware datetimes: "
                              f"{error}") from None
 
-    def _call_order_by(self, key, value):
+    def _call_order_by(self, order_by: Callable[[Any], Any], key: Any, value: Any) -> Any:
         try:
-            return self.order_by(value)
+            return order_by(value)
         except Exception as error:
             raise InputError(self.step_id, key, "order_by", value,
                              f"the order_by callable raised {error!r}") from error
 
-    def _arrange(self, key, values: Sequence, times, order: Columns):
+    def _arrange(self, key: Any, values: Sequence[Any], times: EventTimes, order: Columns
+                 ) -> Tuple[Sequence[Any], EventTimes]:
         """Values (and their event times) in activation order: stable, by the
         order columns, else by event time; nulls first."""
         count = len(values)
-        if count < 2 or (order is None and times is None):
+        if count < 2:
             return values, times
-        columns = order if order is not None else (times,)
+        columns: Sequence[Sequence[Any]]
+        if order is not None:
+            columns = order
+        elif times is not None:
+            columns = (times,)
+        else:
+            return values, times
         try:
             if len(columns) == 1 and None not in columns[0]:
-                index = sorted(range(count), key=columns[0].__getitem__)
+                by: Callable[[int], Any] = columns[0].__getitem__
+                index = sorted(range(count), key=by)
             else:
                 index = sorted(range(count), key=lambda i: tuple(
                     (c[i] is not None, c[i]) for c in columns))
@@ -197,15 +212,15 @@ class Driver:
 
     # -- streaming: one micro-batch activation ---------------------------------
 
-    def activate(self, key, stored: Optional[bytes], values: Sequence, now_ms: Optional[int],
-                 *, eof: bool = False, event_times: Optional[Sequence[Optional[int]]] = None,
+    def activate(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
+                 now_ms: Optional[int], *, eof: bool = False, event_times: EventTimes = None,
                  order: Columns = None, committed_timer: Any = NO_VALUE) -> Activation:
         """One activation of ``key``: restore, timer, items, EOF, commit.
         ``committed_timer``: the timer committed with ``stored``, if the host
         kept it; a rebuilt logic that disagrees gets a LostStateWarning."""
         started = perf_counter_ns()
         self.check_key(key, values)
-        token = _CURRENT.set(self._clock_at(now_ms))
+        token = set_clock(self._clock_at(now_ms))
         try:
             logic = self._restore(key, stored) if stored is not None else None
             if logic is not None and committed_timer is not NO_VALUE:
@@ -221,14 +236,13 @@ class Driver:
             else:
                 act = self._commit(key, logic, emits, late, now_ms, len(values), fired)
         finally:
-            _CURRENT.reset(token)
+            reset_clock(token)
         return self._counted(act, stored is not None, started)
 
-    def activate_live(self, key, logic, stored: Optional[bytes], values: Sequence,
-                      now_ms: Optional[int], *, eof: bool = False,
-                      event_times: Optional[Sequence[Optional[int]]] = None,
-                      order: Columns = None, committed_timer: Any = NO_VALUE
-                      ) -> Tuple[Activation, Any]:
+    def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
+                      values: Sequence[Any], now_ms: Optional[int], *, eof: bool = False,
+                      event_times: EventTimes = None, order: Columns = None,
+                      committed_timer: Any = NO_VALUE) -> Tuple[Activation, Optional[Logic]]:
         """``activate`` for a host that keeps live logic objects between
         activations (a long-running Bytewax worker; the offline runner's
         ``restore="on_crash"``): ``logic`` is the key's live object, else
@@ -237,7 +251,7 @@ class Driver:
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
-        token = _CURRENT.set(self._clock_at(now_ms))
+        token = set_clock(self._clock_at(now_ms))
         try:
             if logic is None and stored is not None:
                 logic = self._restore(key, stored)
@@ -248,22 +262,22 @@ class Driver:
                                                      event_times)
             timer = None if logic is None else self._next_timer(key, logic)
         finally:
-            _CURRENT.reset(token)
+            reset_clock(token)
         act = Activation(emits, None, timer, None, late, self._armed(timer, now_ms),
                          len(values), fired)
         if logic is not None:
             act = act._replace(snapshot=_Lazy)
         return self._counted(act, had_state, started, logic is not None), logic
 
-    def encode_live(self, key, logic) -> bytes:
+    def encode_live(self, key: Any, logic: Logic) -> bytes:
         """What a live logic commits: ``encode(snapshot())``."""
         return recovery.encode(self.snapshot(key, logic), step_id=self.step_id, key=key)
 
-    def decode(self, key, stored: bytes):
+    def decode(self, key: Any, stored: bytes) -> Any:
         """A committed snapshot, decoded (errors name the step and key)."""
         return recovery.decode(stored, step_id=self.step_id, key=key)
 
-    def check_key(self, key, values: Sequence) -> None:
+    def check_key(self, key: Any, values: Sequence[Any]) -> None:
         """Null and NaN keys are refused: they are almost always a data bug."""
         parts = key if type(key) is tuple else (key,)
         for part in parts:
@@ -289,11 +303,11 @@ class Driver:
             return None
         return self.time.armed_timeout(timer, now_ms)
 
-    def _restore(self, key, stored: bytes):
+    def _restore(self, key: Any, stored: bytes) -> Logic:
         """``builder(decode(stored))``, with errors naming the step and key."""
         return self._build(key, self.decode(key, stored))
 
-    def _check_rebuilt_timer(self, key, logic, committed: Optional[int]) -> None:
+    def _check_rebuilt_timer(self, key: Any, logic: Logic, committed: Optional[int]) -> None:
         """Warn (once per step) when a logic rebuilt from its snapshot has
         another ``notify_at()`` than the logic that committed that snapshot:
         it kept state outside ``snapshot()``, which a Bytewax worker keeps
@@ -301,7 +315,7 @@ class Driver:
         rebuilt = self._next_timer(key, logic)
         if rebuilt == committed or self.lost_state:
             return
-        inner = logic
+        inner: object = logic
         while isinstance(inner, (TtlLogic, Limited)):  # the step's wrappers: name the user's
             inner = inner.inner
         shown = [None if ms is None else from_epoch_ms(ms).isoformat()
@@ -315,9 +329,11 @@ class Driver:
         self.lost_state.append(message)
         warnings.warn(message, LostStateWarning, stacklevel=3)
 
-    def _build(self, key, snapshot):
+    def _build(self, key: Any, snapshot: Any) -> Logic:
+        """``builder(snapshot)``, checked to have the step's entry point
+        (``on_item``, or ``on_batch`` for a batch step)."""
         try:
-            logic = self.builder(snapshot)
+            logic: Logic = self.builder(snapshot)
         except Exception as error:
             what = "builder(None)" if snapshot is None else "builder(resume_state)"
             raise BuilderError(self.step_id, key, what, NO_VALUE if snapshot is None else snapshot,
@@ -327,9 +343,9 @@ class Driver:
                                f"the builder must return a logic object with {self._entry}()")
         return logic
 
-    def _run(self, key, logic, values: Sequence, now_ms: Optional[int], eof: bool,
-             event_times: Optional[Sequence[Optional[int]]], fire_timer: bool = True,
-             commit_before_eof: bool = False):
+    def _run(self, key: Any, logic: Optional[Logic], values: Sequence[Any],
+             now_ms: Optional[int], eof: bool, event_times: EventTimes,
+             fire_timer: bool = True, commit_before_eof: bool = False) -> Run:
         """Steps 2-4 on a live (or absent) logic; returns
         ``(logic_or_None, emits, late_count, timers_fired, touched)``.
         ``commit_before_eof`` (bounded input): snapshot a live logic before
@@ -350,13 +366,14 @@ class Driver:
             touched = True
             if self._tag is not None:  # Spark's union of a connected step's sides
                 values = [self._tag(row) for row in values]
+            # The step's batch flag says which kind _build checked the logic to be.
             if self.batch:
                 if logic is None:
                     logic = self._build(key, None)
-                if self._call(key, logic, "on_batch", emits, list(values)):
+                if self._call(key, cast("BatchLogic", logic), "on_batch", emits, list(values)):
                     logic = None
             else:
-                logic = self._items(key, logic, values, emits)
+                logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
         if eof and logic is not None:
             touched = True
             if commit_before_eof:
@@ -365,16 +382,16 @@ class Driver:
                 logic = None
         return logic, emits, late, fired, touched
 
-    def _drop_late(self, values: Sequence, event_times: Sequence[Optional[int]],
-                   watermark_us: int):
+    def _drop_late(self, values: Sequence[Any], event_times: Sequence[Optional[int]],
+                   watermark_us: int) -> Tuple[List[Any], int]:
         """Lateness: an event time at or behind the watermark, or a null one."""
         if len(event_times) != len(values):
             raise ValueError(f"{len(event_times)} event times for {len(values)} values")
         kept = [v for v, t in zip(values, event_times) if t is not None and t > watermark_us]
         return kept, len(values) - len(kept)
 
-    def _commit(self, key, logic, emits: List[Any], late: int, now_ms: Optional[int],
-                rows: int, fired: int) -> Activation:
+    def _commit(self, key: Any, logic: Optional[Logic], emits: List[Any], late: int,
+                now_ms: Optional[int], rows: int, fired: int) -> Activation:
         """Step 5: snapshot, timer and armed timeout of a retained logic, or no state."""
         if logic is None:
             return Activation(emits, None, None, None, late, None, rows, fired)
@@ -384,7 +401,7 @@ class Driver:
         return Activation(emits, state, timer, snapshot, late, self._armed(timer, now_ms),
                           rows, fired)
 
-    def snapshot(self, key, logic):
+    def snapshot(self, key: Any, logic: Logic) -> Any:
         """``logic.snapshot()``, with errors naming the step and key."""
         try:
             return logic.snapshot()
@@ -392,7 +409,7 @@ class Driver:
             raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
                                 f"snapshot() raised {error!r}") from error
 
-    def _next_timer(self, key, logic) -> Optional[int]:
+    def _next_timer(self, key: Any, logic: Logic) -> Optional[int]:
         """``notify_at()`` as epoch ms (rounded up), validated."""
         try:
             moment = logic.notify_at()
@@ -410,9 +427,8 @@ class Driver:
 
     # -- bounded input: the whole key as one sequence ---------------------------
 
-    def activate_bounded(self, key, values: Sequence, *,
-                         event_times: Optional[Sequence[Optional[int]]] = None,
-                         order: Columns = None) -> Activation:
+    def activate_bounded(self, key: Any, values: Sequence[Any], *,
+                         event_times: EventTimes = None, order: Columns = None) -> Activation:
         """A key of a bounded (batch) input, as if each item were its own
         micro-batch: in EventTime mode the key's watermark (max event time so
         far minus the step's delay; for a step with sides, the smallest of
@@ -423,7 +439,7 @@ class Driver:
         stream would commit it."""
         started = perf_counter_ns()
         self.check_key(key, values)
-        sides = None
+        sides: Optional[List[int]] = None
         if event_times is not None:
             sides = [self.side_of(key, value) for value in values]
         if sides is not None:
@@ -431,7 +447,7 @@ class Driver:
                                                              sides)
         else:
             values, event_times = self._arrange(key, values, event_times, order)
-        token = _CURRENT.set(None)
+        token = set_clock(None)
         try:
             if event_times is None:
                 logic, emits, late, fired, _ = self._run(key, None, values, None, True, None,
@@ -440,23 +456,28 @@ class Driver:
             else:
                 act = self._bounded_events(key, values, event_times, sides)
         finally:
-            _CURRENT.reset(token)
+            reset_clock(token)
         return self._counted(act, False, started)
 
-    def _arrange_sides(self, key, values, event_times, order, sides):
+    def _arrange_sides(self, key: Any, values: Sequence[Any], event_times: EventTimes,
+                       order: Columns, sides: Sequence[int]
+                       ) -> Tuple[List[Any], EventTimes, List[int]]:
         tagged = [(value, side) for value, side in zip(values, sides)]
         arranged, times = self._arrange(key, tagged, event_times, order)
         return [v for v, _ in arranged], times, [s for _, s in arranged]
 
-    def _bounded_events(self, key, values, event_times, sides) -> Activation:
+    def _bounded_events(self, key: Any, values: Sequence[Any],
+                        event_times: Sequence[Optional[int]],
+                        sides: Optional[Sequence[int]]) -> Activation:
         if sides is None:
             sides = _ONE_INPUT * len(values)
         clock = Watermark(self.time.delay_ms, self.side_count)
         emits: List[Any] = []
-        logic, late, fired, position, n = None, 0, 0, 0, len(values)
+        logic: Optional[Logic] = None
+        late, fired, position, n = 0, 0, 0, len(values)
         while position < n:
             watermark = clock.advance()
-            _CURRENT.set(self._clock_at(watermark))
+            set_clock(self._clock_at(watermark))
             if logic is not None and is_due(self._next_timer(key, logic), watermark):
                 fired += 1
                 if self._call(key, logic, "on_notify", emits):
@@ -468,17 +489,19 @@ class Driver:
             emits.extend(more)
             late += chunk_late
             for index in range(position, end):
-                if event_times[index] is not None:
-                    clock.see(event_times[index], sides[index])
+                moment = event_times[index]
+                if moment is not None:
+                    clock.see(moment, sides[index])
             position = end
         watermark = clock.advance()
-        _CURRENT.set(self._clock_at(watermark))
+        set_clock(self._clock_at(watermark))
         logic, more, _, more_fired, _ = self._run(key, logic, (), watermark, True, None,
                                                   commit_before_eof=True)
         emits.extend(more)
         return self._commit(key, logic, emits, late, None, n, fired + more_fired)
 
-    def _run_end(self, key, logic, event_times, sides, start, clock: Watermark) -> int:
+    def _run_end(self, key: Any, logic: Optional[Logic], event_times: Sequence[Optional[int]],
+                 sides: Sequence[int], start: int, clock: Watermark) -> int:
         """End of the next run of items given in one go: one item for
         StatefulLogic; for StatefulBatchLogic every item up to the one before
         which the current timer would become due (or, for items that would be
@@ -488,8 +511,9 @@ class Driver:
         timer = self._next_timer(key, logic) if logic is not None else None
         end = start + 1
         running = clock.copy()
-        if event_times[start] is not None:
-            running.see(event_times[start], sides[start])
+        first = event_times[start]
+        if first is not None:
+            running.see(first, sides[start])
         while end < len(event_times):
             watermark = running.advance()
             moment = event_times[end]
@@ -501,15 +525,18 @@ class Driver:
 
     # -- callbacks ------------------------------------------------------------
 
-    def _items(self, key, logic, values: Sequence, emits: List[Any]):
+    def _items(self, key: Any, logic: Optional[ItemLogic], values: Sequence[Any],
+               emits: List[Any]) -> Optional[ItemLogic]:
         """The per-item loop of a StatefulLogic (kept tight: it is the hot path)."""
-        builder_needed = logic is None
-        on_item = None if builder_needed else logic.on_item
+        on_item = None if logic is None else logic.on_item
         extend = emits.extend
         for value in values:
             if on_item is None:
-                logic = self._build(key, None)
-                on_item = logic.on_item
+                # _build checked that an item step's logic has on_item. An ignore
+                # rather than cast(): no extra call per item when every item discards.
+                fresh: ItemLogic = self._build(key, None)  # type: ignore[assignment]
+                logic = fresh
+                on_item = fresh.on_item
             try:
                 result = on_item(value)
             except Exception as error:
@@ -530,7 +557,7 @@ class Driver:
                                        "the discard flag must be a bool (RETAIN or DISCARD)")
         return logic
 
-    def _call(self, key, logic, name: str, emits: List[Any], *args) -> bool:
+    def _call(self, key: Any, logic: Logic, name: str, emits: List[Any], *args: Any) -> bool:
         """Call ``logic.<name>(*args)``, validate, extend emits; True if discarded."""
         try:
             result = getattr(logic, name)(*args)
@@ -541,6 +568,7 @@ class Driver:
         if type(result) is not tuple or len(result) != 2:
             raise ReturnValueError(self.step_id, key, name, result,
                                    "must return a 2-tuple (emits, discard)")
+        discard: bool
         out, discard = result
         emits.extend(self._emits(key, name, out))
         if type(discard) is not bool:
@@ -548,7 +576,7 @@ class Driver:
                                    "the discard flag must be a bool (RETAIN or DISCARD)")
         return discard
 
-    def _emits(self, key, name: str, out) -> List[Any]:
+    def _emits(self, key: Any, name: str, out: Any) -> List[Any]:
         if isinstance(out, (str, bytes, dict)) or not hasattr(out, "__iter__"):
             raise ReturnValueError(self.step_id, key, name, out,
                                    "emits must be an iterable of values (a list, tuple or "
@@ -565,14 +593,14 @@ class Driver:
 class _LazySnapshot:
     """Placeholder for 'snapshot unchanged, decode ``state`` if you need it'."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<unchanged snapshot>"
 
 
 _Lazy = _LazySnapshot()
 
 
-def _field(value, name: str, default=None):
+def _field(value: Any, name: str, default: Any = None) -> Any:
     """``value[name]`` for a mapping, else ``value.<name>`` (a dataclass event)."""
     try:
         return value[name]

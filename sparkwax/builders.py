@@ -16,7 +16,7 @@ datetime.timedelta(seconds=90)
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Callable, List, Optional, Sequence, Union, cast
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 from .errors import ConfigError
 from .timers import EPOCH, UTC, duration_ms
@@ -24,6 +24,7 @@ from .timers import EPOCH, UTC, duration_ms
 Duration = Union[str, timedelta]
 KeySpec = Union[str, Sequence[str]]
 FieldSpec = Union[None, str, Callable[[Any], Any]]
+_T = TypeVar("_T")
 
 
 class OperatorBuilder:
@@ -34,13 +35,14 @@ class OperatorBuilder:
     a join (None for one input): the offline runner keeps a watermark per side.
     """
 
-    def __init__(self, name: str, logic: type, config: Any, sides: Optional[tuple] = None):
+    def __init__(self, name: str, logic: type, config: Any,
+                 sides: Optional[Tuple[Any, ...]] = None) -> None:
         self.__qualname__ = name
         self.logic = logic
         self.config = config
         self.sides = sides
 
-    def __call__(self, resume: Any = None):
+    def __call__(self, resume: Any = None) -> Any:
         return self.logic(self.config, resume)
 
     def __repr__(self) -> str:
@@ -78,16 +80,16 @@ class Field:
 
     __slots__ = ("name",)
 
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self.name = name
 
-    def __call__(self, value):
+    def __call__(self, value: Any) -> Any:
         return value[self.name]
 
-    def __getstate__(self):
+    def __getstate__(self) -> str:
         return self.name
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: str) -> None:
         self.name = state
 
     def __repr__(self) -> str:
@@ -108,10 +110,10 @@ class TimeOf:
 
     __slots__ = ("get",)
 
-    def __init__(self, get: Callable[[Any], Any]):
+    def __init__(self, get: Callable[[Any], Any]) -> None:
         self.get = get
 
-    def __call__(self, value) -> datetime:
+    def __call__(self, value: Any) -> datetime:
         moment = self.get(value)
         if type(moment) is datetime and moment.tzinfo is UTC:
             return moment
@@ -120,10 +122,10 @@ class TimeOf:
                             f"(from {self.get!r})")
         return moment.astimezone(UTC)
 
-    def __getstate__(self):
+    def __getstate__(self) -> Callable[[Any], Any]:
         return self.get
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Callable[[Any], Any]) -> None:
         self.get = state
 
 
@@ -149,15 +151,16 @@ def later(a: Optional[datetime], b: Optional[datetime]) -> Optional[datetime]:
     return b
 
 
-def identity(value):
+def identity(value: _T) -> _T:
     return value
 
 
-def two_tuple(result, what: str):
+def two_tuple(result: Any, what: str) -> Tuple[Any, Any]:
     """Unpack a user function's ``(state, out)`` result with a clear error."""
     if type(result) is not tuple or len(result) != 2:
         raise TypeError(f"{what} must return a 2-tuple (new_state, output); got {result!r}")
-    return result
+    pair: Tuple[Any, Any] = result
+    return pair
 
 
 def key_list(key: KeySpec) -> List[str]:

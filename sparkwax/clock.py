@@ -12,6 +12,16 @@ outside an activation there is none.
 ('1970-01-01T00:01:00+00:00', True)
 >>> current_clock() is None
 True
+
+The driver, which sets a clock for every activation, uses the token form
+(``set_clock``/``reset_clock``: no generator per activation):
+
+>>> token = set_clock(Clock(0, "processing"))
+>>> current_clock().is_watermark
+False
+>>> reset_clock(token)
+>>> current_clock() is None
+True
 """
 
 from __future__ import annotations
@@ -22,15 +32,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterator, Optional
 
-from .timers import from_epoch_ms
-
-EVENT, PROCESSING = "event", "processing"
+from .timers import EventTime, from_epoch_ms
 
 
 @dataclass(frozen=True)
 class Clock:
-    """``now_ms`` (epoch ms) of one activation; ``kind`` "event" (``now`` is
-    the watermark) or "processing" (the micro-batch's processing time)."""
+    """``now_ms`` (epoch ms) of one activation; ``kind`` is the time mode's
+    (``EventTime.kind``, "event": ``now`` is the watermark, or
+    ``ProcessingTime.kind``, "processing": the micro-batch's processing time)."""
 
     now_ms: int
     kind: str
@@ -42,10 +51,20 @@ class Clock:
 
     @property
     def is_watermark(self) -> bool:
-        return self.kind == EVENT
+        return self.kind == EventTime.kind
 
 
 _CURRENT: ContextVar[Optional[Clock]] = ContextVar("sparkwax_clock", default=None)
+
+set_clock = _CURRENT.set
+"""``set_clock(clock) -> token``: make ``clock`` (or None) current until
+``reset_clock(token)``. The context variable's own bound method: the driver
+sets a clock per activation with no Python-level call or generator (as
+``running_at`` would cost)."""
+
+reset_clock = _CURRENT.reset
+"""``reset_clock(token)``: restore the clock that was current before the
+``set_clock`` call that returned ``token``."""
 
 
 def current_clock() -> Optional[Clock]:
@@ -87,4 +106,4 @@ def running_at(clock: Optional[Clock]) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
-__all__ = ["Clock", "current_clock", "now", "running_at"]
+__all__ = ["Clock", "current_clock", "now", "reset_clock", "running_at", "set_clock"]

@@ -37,23 +37,32 @@ mode and on the clock in ProcessingTime mode.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterable, List, Optional, Tuple, Union, cast
 
 from .clock import now
 from .errors import ConfigError
-from .logic import DISCARD, RETAIN, StatefulLogic
+from .logic import DISCARD, RETAIN, Builder, ItemLogic, StatefulLogic
 from .timers import EventTime, TimeMode
-from .builders import Duration, FieldSpec, OperatorBuilder, as_timedelta, later, time_getter
+from .builders import (Duration, FieldSpec, OperatorBuilder, TimeOf, as_timedelta, later,
+                       time_getter)
 
-_NOTHING = ()
+_NOTHING: Tuple[()] = ()
 
 Flush = Union[bool, Callable[[Any], Any]]
+
+TtlConfig = Tuple[Callable[[Any], Any], timedelta, Optional[TimeOf], Flush]
+"""``TtlLogic``'s config: the inner builder, the ttl, how to read a value's
+time (None: the activation's clock) and ``flush``."""
 
 
 class TtlLogic(StatefulLogic):
     """Snapshot: ``(inner_snapshot, last_seen)``."""
 
-    def __init__(self, config, resume=None):
+    inner: ItemLogic        # the wrapped logic (a StatefulLogic's builder made it)
+    last: Optional[datetime]
+
+    def __init__(self, config: TtlConfig, resume: Any = None) -> None:
         self.builder, self.ttl, self.time_of, self.flush = config
         if resume is None:
             self.inner, self.last = self.builder(None), None
@@ -61,11 +70,11 @@ class TtlLogic(StatefulLogic):
             inner_snapshot, self.last = resume
             self.inner = self.builder(inner_snapshot)
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> Tuple[Iterable[Any], bool]:
         ts = self.time_of(value) if self.time_of is not None else now()
         if ts is None:  # measured on the clock, and there is none (bounded input)
             return self.inner.on_item(value)
-        flushed = _NOTHING
+        flushed: Union[Tuple[()], List[Any]] = _NOTHING
         if self.last is not None and ts >= self.last + self.ttl:
             # Idle for ttl before this value (the watermark had not fired the
             # timer yet): the old state goes first.
@@ -78,7 +87,7 @@ class TtlLogic(StatefulLogic):
             out = flushed + list(out)
         return out, discard
 
-    def _flushed(self) -> list:
+    def _flushed(self) -> List[Any]:
         """What the inner logic emits when its key expires."""
         if self.flush is True:
             out, _ = self.inner.on_eof()
@@ -87,10 +96,10 @@ class TtlLogic(StatefulLogic):
             return list(self.flush(self.inner.snapshot()))
         return []
 
-    def _expiry(self):
+    def _expiry(self) -> Optional[datetime]:
         return None if self.last is None else self.last + self.ttl
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         inner, expiry = self.inner.notify_at(), self._expiry()
         if inner is None:
             return expiry
@@ -98,12 +107,13 @@ class TtlLogic(StatefulLogic):
             return inner
         return expiry
 
-    def on_notify(self):
+    def on_notify(self) -> Tuple[Iterable[Any], bool]:
         inner, expiry = self.inner.notify_at(), self._expiry()
         # Everything due by the activation's clock (without one: the timer's
         # time): the inner timer first, unless the key expired before it.
-        reached = later(self.notify_at(), now())
-        emits = []
+        # Compared only when inner or expiry is set: notify_at() is then too.
+        reached = cast(datetime, later(self.notify_at(), now()))
+        emits: List[Any] = []
         if inner is not None and inner <= reached and (expiry is None or inner <= expiry):
             out, discard = self.inner.on_notify()
             emits.extend(out)
@@ -114,14 +124,14 @@ class TtlLogic(StatefulLogic):
             return emits, DISCARD
         return emits, RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[Any], bool]:
         return self.inner.on_eof()
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[Any, Optional[datetime]]:
         return (self.inner.snapshot(), self.last)
 
 
-def with_ttl(builder: Callable, ttl: Duration, *, ts: FieldSpec = "ts",
+def with_ttl(builder: Builder, ttl: Duration, *, ts: FieldSpec = "ts",
              flush: Flush = False) -> OperatorBuilder:
     """Wrap ``builder``'s logic so a key idle for ``ttl`` (no value with a
     later ``ts``) has its state dropped. ``flush=True`` emits what the inner
@@ -162,7 +172,7 @@ class Ttl:
     ts: FieldSpec = STEP_TIME
 
 
-def step_ttl(builder: Callable, spec: Ttl, time: TimeMode) -> OperatorBuilder:
+def step_ttl(builder: Callable[[Any], Any], spec: Ttl, time: TimeMode) -> OperatorBuilder:
     """``builder`` wrapped for a step's ``ttl=`` (``sparkwax.step.Step``
     validated it): idle time on the event-time column in EventTime mode, on
     the clock in ProcessingTime mode, unless ``spec.ts`` names what to read."""

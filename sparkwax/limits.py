@@ -22,25 +22,27 @@ sparkwax.errors.CallbackError: step 'stateful', key 'k', snapshot: snapshot() ra
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from datetime import datetime
+from typing import Any, Iterable, List, Optional, Tuple, Type, Union
 
 from . import recovery
 from .errors import ConfigError, SparkwaxError
-from .logic import StatefulBatchLogic, StatefulLogic, overrides_notify_at
+from .logic import (BatchLogic, Builder, ItemLogic, Logic, StatefulBatchLogic, StatefulLogic,
+                    overrides_notify_at)
 
 
 class StateTooLarge(SparkwaxError):
     """A key's state is larger than the step's ``max_state_bytes``
     (``with_state_limit``). Attributes: ``size``, ``max_bytes``."""
 
-    def __init__(self, size: int, max_bytes: int):
+    def __init__(self, size: int, max_bytes: int) -> None:
         self.size, self.max_bytes = size, max_bytes
         super().__init__(
             f"the state is {size:,} bytes pickled, over max_bytes={max_bytes:,}; let the logic "
             f"forget more (discard finished keys, cap its lists), expire idle keys with "
             f"ttl=, or raise the limit")
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Type[StateTooLarge], Tuple[int, int]]:
         return (StateTooLarge, (self.size, self.max_bytes))
 
 
@@ -48,17 +50,19 @@ class Limited:
     """What both wrappers share: delegate to the inner logic, measure the
     snapshot. The snapshot is the inner logic's, unchanged."""
 
-    def __init__(self, inner, max_bytes: int):
+    inner: Logic
+
+    def __init__(self, inner: Logic, max_bytes: int) -> None:
         self.inner = inner
         self.max_bytes = max_bytes
 
-    def on_notify(self):
+    def on_notify(self) -> Tuple[Iterable[Any], bool]:
         return self.inner.on_notify()
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[Any], bool]:
         return self.inner.on_eof()
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         snapshot = self.inner.snapshot()
         size = len(recovery.encode(snapshot, step_id="max_state_bytes", key=None))
         if size > self.max_bytes:
@@ -67,22 +71,26 @@ class Limited:
 
 
 class LimitedLogic(Limited, StatefulLogic):
-    def on_item(self, value):
+    inner: ItemLogic
+
+    def on_item(self, value: Any) -> Tuple[Iterable[Any], bool]:
         return self.inner.on_item(value)
 
 
 class LimitedTimedLogic(LimitedLogic):
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return self.inner.notify_at()
 
 
 class LimitedBatchLogic(Limited, StatefulBatchLogic):
-    def on_batch(self, values):
+    inner: BatchLogic
+
+    def on_batch(self, values: List[Any]) -> Tuple[Iterable[Any], bool]:
         return self.inner.on_batch(values)
 
 
 class LimitedTimedBatchLogic(LimitedBatchLogic):
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return self.inner.notify_at()
 
 
@@ -90,15 +98,16 @@ class StateLimitBuilder:
     """``builder(resume)`` of ``with_state_limit``: the inner logic in a
     wrapper that keeps Spark's ``NoTimeout`` for logics without timers."""
 
-    def __init__(self, builder: Callable, max_bytes: int):
+    def __init__(self, builder: Builder, max_bytes: int) -> None:
         self.builder = builder
         self.max_bytes = max_bytes
         name = getattr(builder, "__qualname__", None) or type(builder).__name__
         self.__qualname__ = f"with_state_limit({name})"
 
-    def __call__(self, resume=None):
+    def __call__(self, resume: Any = None) -> Union[LimitedLogic, LimitedBatchLogic]:
         inner = self.builder(resume)
         timed = overrides_notify_at(type(inner))
+        wrapper: Union[Type[LimitedLogic], Type[LimitedBatchLogic]]
         if callable(getattr(inner, "on_item", None)):
             wrapper = LimitedTimedLogic if timed else LimitedLogic
         else:
@@ -109,7 +118,7 @@ class StateLimitBuilder:
         return f"<sparkwax operator {self.__qualname__}>"
 
 
-def with_state_limit(builder: Callable, max_bytes: int) -> StateLimitBuilder:
+def with_state_limit(builder: Builder, max_bytes: int) -> StateLimitBuilder:
     """Fail the step with :class:`StateTooLarge` when a key's state, pickled,
     is over ``max_bytes`` when it is stored (once per activation). The
     snapshot format is the inner logic's: the limit can be added to, changed

@@ -31,28 +31,28 @@ Layout = Tuple[Tuple[Tuple[str, str], ...], ...]
 """Per side, its ``(column, union column)`` pairs (Spark's union of the sides)."""
 
 
-class Tagged(tuple):
+class Tagged(tuple[Any, Any]):  # the base class is plain tuple at run time
     """``(side, value)``; ``item[field]`` reads ``value[field]``."""
 
     __slots__ = ()
 
-    def __new__(cls, side: Any, value: Any):
+    def __new__(cls, side: Any, value: Any) -> Tagged:
         return tuple.__new__(cls, (side, value))
 
-    def __getnewargs__(self):
-        return tuple(self)
+    def __getnewargs__(self) -> Tuple[Any, Any]:
+        return tuple.__getitem__(self, 0), tuple.__getitem__(self, 1)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str):
             return tuple.__getitem__(self, 1)[index]
         return tuple.__getitem__(self, index)
 
     @property
-    def side(self):
+    def side(self) -> Any:
         return tuple.__getitem__(self, 0)
 
     @property
-    def value(self):
+    def value(self) -> Any:
         return tuple.__getitem__(self, 1)
 
     def __repr__(self) -> str:

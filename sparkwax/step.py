@@ -61,15 +61,18 @@ class Step:
     output_schema: Any = None
 
     @classmethod
-    def of(cls, builder: Any, *, step_id: Optional[str] = None,
+    def of(cls, builder: Union[Builder, Any], *, step_id: Optional[str] = None,
            time: Optional[TimeMode] = None, batch: bool = False,
            order_by: Union[None, str, Sequence[str], Callable[[Any], Any]] = None,
            ttl: TtlSpec = None, max_state_bytes: Optional[int] = None,
            sides: Union[None, Sides, Sequence[Any]] = None, value: Optional[str] = None,
            output_schema: Any = None, kind: str = "") -> "Step":
-        """A validated Step. ``step_id`` defaults to ``<kind>:<builder name>``
-        (``kind``: ``stateful``, ``stateful_batch``, ``finish``...); ``sides``
-        defaults to an operator builder's own (a ``joiner``)."""
+        """A validated Step. ``builder`` is a :class:`~sparkwax.logic.Builder`
+        (typed ``Builder | Any``: anything else is refused here, at run time,
+        with an error naming the step). ``step_id`` defaults to
+        ``<kind>:<builder name>`` (``kind``: ``stateful``, ``stateful_batch``,
+        ``finish``...); ``sides`` defaults to an operator builder's own (a
+        ``joiner``)."""
         if isinstance(builder, Step):
             raise ConfigError("Step.of takes a builder; it was given a Step")
         name = step_id or f"{kind or ('stateful_batch' if batch else 'stateful')}:" \
@@ -166,7 +169,8 @@ def order_fields(order_by: Any, step_id: str) -> OrderBy:
     if order_by is None:
         return ()
     if callable(order_by):
-        return order_by  # type: ignore[no-any-return]
+        key: Callable[[Any], Any] = order_by
+        return key
     names = (order_by,) if isinstance(order_by, str) else tuple(order_by)
     if not names or not all(isinstance(n, str) for n in names):
         raise ConfigError(f"step {step_id!r}: order_by must name fields, got {order_by!r}")

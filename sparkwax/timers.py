@@ -19,9 +19,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Callable, ClassVar, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, List, Optional, Tuple, Union, overload
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:  # the core runs without numpy; a packed host passes arrays
+    import numpy as np
+    import numpy.typing as npt
 
 UTC = timezone.utc
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -214,7 +218,15 @@ def processing_timeout_duration_ms(timer: int, now_ms: int) -> int:
     return max(timer - 1 - now_ms, 1)
 
 
-def timeout_fired(timeout, now_ms: int):
+@overload
+def timeout_fired(timeout: Optional[int], now_ms: int) -> bool: ...
+
+
+@overload
+def timeout_fired(timeout: npt.NDArray[Any], now_ms: int) -> npt.NDArray[np.bool_]: ...
+
+
+def timeout_fired(timeout: Any, now_ms: int) -> Any:
     """Spark's rule for waking a key without data: ``timeout < now``. Works
     element-wise on a numpy array of timeouts too (a packed bucket's keys)."""
     return timeout is not None and timeout < now_ms

@@ -129,7 +129,9 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         # (a connected step put one on each input already)
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = time.spark_timeout if step.uses_timers() else NO_TIMEOUT
+    function: Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
     if host == "packed":
+        assert buckets is not None  # _bucket_count set it above
         bucket = F.pmod(F.xxhash64(*grouped_on), F.lit(buckets)).alias(BUCKET_COLUMN)
         if not df.isStreaming:
             function = PackedBoundedHost(driver, layout, outputs, keys)
