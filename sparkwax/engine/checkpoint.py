@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterator, List, Optional, Tuple
 
+import pandas as pd
+
 from .. import recovery
 from .._driver import Driver, sorted_keys
 from ..errors import ConfigError, SnapshotError
@@ -289,7 +291,7 @@ class FinishHost:
             for key_values, blob, timer in zip(keys, part[_BLOB].tolist(),
                                                part[_TIMER].tolist()):
                 key = plain_key(key_values, single)
-                committed = None if timer is None or timer != timer else int(timer)
+                committed = None if pd.isna(timer) else int(timer)  # None, NaN or NA
                 act = self.driver.activate(key, bytes(blob), (), self.now_ms, eof=True,
                                            committed_timer=committed)
                 if act.emits:
