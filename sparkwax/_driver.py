@@ -231,8 +231,9 @@ class Driver:
             if not touched and logic is not None:
                 # No callback ran: the stored bytes are still exact; only re-read the timer.
                 timer = self._next_timer(key, logic)
-                act = Activation(emits, stored, timer, _Lazy, late,
-                                 self._armed(timer, now_ms), len(values))
+                act = Activation(emits=emits, state=stored, timer=timer, snapshot=_Lazy,
+                                 late=late, armed=self._armed(timer, now_ms),
+                                 rows=len(values))
             else:
                 act = self._commit(key, logic, emits, late, now_ms, len(values), fired)
         finally:
@@ -263,8 +264,8 @@ class Driver:
             timer = None if logic is None else self._next_timer(key, logic)
         finally:
             reset_clock(token)
-        act = Activation(emits, None, timer, None, late, self._armed(timer, now_ms),
-                         len(values), fired)
+        act = Activation(emits=emits, state=None, timer=timer, snapshot=None, late=late,
+                         armed=self._armed(timer, now_ms), rows=len(values), fired=fired)
         if logic is not None:
             act = act._replace(snapshot=_Lazy)
         return self._counted(act, had_state, started, logic is not None), logic
@@ -394,12 +395,13 @@ class Driver:
                 now_ms: Optional[int], rows: int, fired: int) -> Activation:
         """Step 5: snapshot, timer and armed timeout of a retained logic, or no state."""
         if logic is None:
-            return Activation(emits, None, None, None, late, None, rows, fired)
+            return Activation(emits=emits, state=None, timer=None, snapshot=None, late=late,
+                              rows=rows, fired=fired)
         snapshot = self.snapshot(key, logic)
         state = recovery.encode(snapshot, step_id=self.step_id, key=key)
         timer = self._next_timer(key, logic)
-        return Activation(emits, state, timer, snapshot, late, self._armed(timer, now_ms),
-                          rows, fired)
+        return Activation(emits=emits, state=state, timer=timer, snapshot=snapshot, late=late,
+                          armed=self._armed(timer, now_ms), rows=rows, fired=fired)
 
     def snapshot(self, key: Any, logic: Logic) -> Any:
         """``logic.snapshot()``, with errors naming the step and key."""
