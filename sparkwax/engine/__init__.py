@@ -6,7 +6,7 @@
 ...                   time=sw.EventTime("ts", watermark="10 minutes"))
 """
 
-from .checkpoint import finish
+from .finish import finish
 from .outputs import SchemaError
 from .plan import STATE_SCHEMA, stateful, stateful_batch
 from .progress import follow

@@ -1,5 +1,6 @@
 """What a checkpoint holds: sparkwax snapshots read through Spark's ``statestore``
-reader, the query's watermark, and ``finish`` (on_eof for every live key).
+reader, the query's watermark from the commit log, and ``clear`` (``finish``,
+on_eof for every live key, is ``sparkwax.engine.finish``).
 
 >>> entries = read_entries(spark, "/tmp/ck", limit=10)            # doctest: +SKIP
 >>> entries[0].key, entries[0].snapshot, entries[0].size          # doctest: +SKIP
@@ -14,25 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterator, List, Optional, Tuple
 
-import pandas as pd
-
 from .. import recovery
-from .._driver import Driver, sorted_keys
 from ..errors import ConfigError, SnapshotError
-from ..logic import Builder
-from ..step import Step
-from ..timers import TimeMode, from_epoch_ms
+from ..timers import from_epoch_ms
 from .bucket import Bucket
 from .columns import plain_key
-from .outputs import OutputBuilder
-from .plan import _parse_schema, parse_ddl
-from .shipping import ship_function
-from .start import STEPS_FILE
 from .storage import filesystem_error, join_path, storage_for
-
-
-_BLOB = "__sw_snapshot"
-_TIMER = "__sw_timer"
 
 
 @dataclass(frozen=True)
@@ -179,40 +167,6 @@ def packed_entries(frame, step_id: str) -> List[StateEntry]:
     return entries
 
 
-def _finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key_schema,
-                   step_id):
-    """finish() for a packed step, on the driver: its state rows are buckets, so the
-    key columns come from ``key_schema`` or the checkpoint's sparkwax-steps.json."""
-    from pyspark.sql import types as T
-
-    key_type = _packed_key_type(spark, checkpoint, key_schema, step_id)
-    outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
-    single = len(key_type.fields) == 1
-    emitted = []
-    stored = {key: (blob, timer) for key, blob, timer, _ in packed_blobs(frame, step_id)}
-    for key in sorted_keys(list(stored)):
-        blob, timer = stored[key]   # decoded strictly: a corrupt blob is a SnapshotError
-        act = driver.activate(key, blob, (), now_ms, eof=True, committed_timer=timer)
-        if act.emits:
-            emitted.append((key, (key,) if single else tuple(key), act.emits))
-    out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
-    if not emitted:
-        return spark.createDataFrame([], out_schema)
-    return spark.createDataFrame(outputs.frame_of(emitted), schema=out_schema)
-
-
-def _packed_key_type(spark, checkpoint, key_schema, step_id):
-    if key_schema is None:
-        text = storage_for(spark).read_text(join_path(checkpoint, STEPS_FILE))
-        steps = json.loads(text).get("steps", {}) if text else {}
-        if len(steps) != 1:
-            raise ConfigError(f"step {step_id!r}: finish on a packed step needs key_schema= "
-                              "(e.g. \"user string\"); start the query with sparkwax.start() "
-                              "to have it recorded in the checkpoint")
-        key_schema = next(iter(steps.values()))["key"]
-    return parse_ddl(spark, key_schema)
-
-
 def last_watermark_ms(spark, checkpoint: str) -> int:
     """The watermark the next micro-batch would use (Spark's commit log)."""
     store = storage_for(spark)
@@ -225,77 +179,6 @@ def last_watermark_ms(spark, checkpoint: str) -> int:
             if line.startswith("{"):
                 return int(json.loads(line).get("nextBatchWatermarkMs", 0))
     return 0
-
-
-def finish(checkpoint: str, *, builder: Builder, output_schema: Any,
-           time: Optional[TimeMode] = None, batch: bool = False,
-           step_id: Optional[str] = None, operator_id: int = 0,
-           key_schema: Optional[str] = None, spark: Any = None, ttl: Any = None,
-           max_state_bytes: Optional[int] = None) -> Any:
-    """End a checkpointed stream: for every live key, restore from the
-    checkpoint's snapshot, fire a due timer, call ``on_eof``; return the
-    outputs as a DataFrame (key columns, then ``output_schema``). ``now`` is
-    the watermark the next micro-batch would have had (EventTime) or the wall
-    clock (ProcessingTime). The checkpoint is not modified. ``spark``
-    defaults to the active session. A step started with ``ttl=`` needs the
-    same ``ttl=`` here (its snapshots hold the ttl's bookkeeping).
-
-    >>> ends = sw.finish("/tmp/ck", builder=Session,                 # doctest: +SKIP
-    ...                  output_schema="start timestamp, `end` timestamp, events long",
-    ...                  time=sw.EventTime("ts", watermark="10 minutes"))
-    """
-    from pyspark.sql import types as T
-
-    step = Step.of(builder, step_id=step_id, kind="finish", time=time, batch=batch, ttl=ttl,
-                   max_state_bytes=max_state_bytes, output_schema=output_schema)
-    step_id = step.step_id
-    spark = active_session(spark, "finish")
-    frame = state_frame(spark, checkpoint, operator_id=operator_id)
-    schema = _parse_schema(frame, output_schema, step_id)
-    driver = Driver(step)
-    now_ms = driver.now_ms(lambda: last_watermark_ms(spark, checkpoint),
-                           lambda: int(wall_clock.time() * 1000))
-    if is_packed(frame):
-        return _finish_packed(spark, checkpoint, frame, driver, schema, now_ms, key_schema,
-                              step_id)
-    key_type = frame.schema["key"].dataType
-    out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
-    outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
-    key_names = key_type.fieldNames()
-    ends = FinishHost(driver, outputs, key_names, now_ms)
-
-    def end_keys(frames: Iterator[Any]) -> Iterator[Any]:  # a plain function for pyspark
-        return ends(frames)
-
-    from pyspark.sql import functions as F
-
-    flat = frame.select(*[F.col(f"key.`{n}`").alias(n) for n in key_names],
-                        F.col("value.groupState.snapshot").alias(_BLOB),
-                        F.col("value.groupState.timer").alias(_TIMER))
-    return flat.mapInPandas(ship_function(spark, end_keys), schema=out_schema)
-
-
-class FinishHost:
-    """``finish`` of a per-key step, on the executors (``mapInPandas`` over
-    the state rows: key columns, the stored blob and its committed timer)."""
-
-    def __init__(self, driver: Driver, outputs: OutputBuilder, key_names: List[str],
-                 now_ms: int):
-        self.driver, self.outputs, self.key_names, self.now_ms = (driver, outputs, key_names,
-                                                                  now_ms)
-
-    def __call__(self, frames: Iterator[Any]) -> Iterator[Any]:
-        single = len(self.key_names) == 1
-        for part in frames:
-            keys = list(zip(*(part[name].tolist() for name in self.key_names)))
-            for key_values, blob, timer in zip(keys, part[_BLOB].tolist(),
-                                               part[_TIMER].tolist()):
-                key = plain_key(key_values, single)
-                committed = None if pd.isna(timer) else int(timer)  # None, NaN or NA
-                act = self.driver.activate(key, bytes(blob), (), self.now_ms, eof=True,
-                                           committed_timer=committed)
-                if act.emits:
-                    yield self.outputs.frame(key, key_values, act.emits)
 
 
 def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0,
@@ -355,6 +238,6 @@ def active_session(spark, what: str):
     return found
 
 
-__all__ = ["StateEntry", "active_session", "clear", "finish", "last_watermark_ms",
+__all__ = ["StateEntry", "active_session", "clear", "last_watermark_ms",
            "key_matches", "read_entries", "require_checkpoint", "running_query_hint", "state_frame",
            "state_summary"]

@@ -82,7 +82,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     state_format = " ttl" if step.ttl is not None else ""  # ttl= wraps every snapshot
     if host == "packed":
         buckets = _bucket_count(df, buckets, step_id)
-    schema = _parse_schema(df, step.output_schema, step_id)
+    schema = parse_schema(df, step.output_schema, step_id)
     fields = {f.name: f for f in df.schema.fields}
     _require_columns(step_id, "key", keys, fields)
     if not keys:
@@ -254,7 +254,7 @@ def _kind(field: T.StructField) -> str:
     return OTHER
 
 
-def _parse_schema(df, schema, step_id: str) -> T.StructType:
+def parse_schema(df, schema, step_id: str) -> T.StructType:
     if isinstance(schema, T.StructType):
         return schema
     if isinstance(schema, str):

@@ -131,7 +131,7 @@ def test_finish_warns_of_lost_state_on_both_hosts(spark, tmp_path, host, buckets
     import pandas as pd
 
     from sparkwax._driver import Driver
-    from sparkwax.engine.checkpoint import FinishHost, _finish_packed
+    from sparkwax.engine.finish import FinishHost, finish_packed
     from sparkwax.step import Step
     from pyspark.sql import types as T
 
@@ -152,7 +152,7 @@ def test_finish_warns_of_lost_state_on_both_hosts(spark, tmp_path, host, buckets
                 [(((blob, 1),), 0)],
                 "value struct<groupState: struct<keys: binary, buckets: long>>, "
                 "partition_id int")
-            _finish_packed(spark, "/unused", frame, driver, T.StructType.fromDDL("n long"),
+            finish_packed(spark, "/unused", frame, driver, T.StructType.fromDDL("n long"),
                            0, "key string", "lost")
         else:
             from sparkwax.engine.outputs import OutputBuilder

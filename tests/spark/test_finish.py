@@ -230,7 +230,7 @@ def test_finish_on_a_packed_state_refuses_a_corrupt_key_and_names_it(spark):
     from sparkwax._driver import Driver
     from sparkwax.step import Step
     from sparkwax.engine.bucket import Bucket
-    from sparkwax.engine.checkpoint import _finish_packed
+    from sparkwax.engine.finish import finish_packed
     from sparkwax.recovery import encode
     from sparkwax.testing.reference import Counter
 
@@ -243,5 +243,5 @@ def test_finish_on_a_packed_state_refuses_a_corrupt_key_and_names_it(spark):
         "value struct<groupState: struct<keys: binary, buckets: long>>, partition_id int")
     schema = T.StructType([T.StructField("n", T.LongType())])
     with pytest.raises(sw.SnapshotError, match="step 'counts', key 'bad', decode"):
-        _finish_packed(spark, "/unused", frame, Driver(Step.of(Counter, step_id="counts")), schema, 0,
+        finish_packed(spark, "/unused", frame, Driver(Step.of(Counter, step_id="counts")), schema, 0,
                        "key string", "counts")

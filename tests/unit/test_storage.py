@@ -11,7 +11,8 @@ from sparkwax.paths import join_path, scheme_of
 
 REPO = Path(__file__).resolve().parents[2]
 # Every module that reads or writes next to a checkpoint or a sink.
-CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/start.py",
+CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/finish.py",
+                      "sparkwax/engine/start.py",
                       "sparkwax/engine/storage.py", "sparkwax/cli/state.py",
                       "sparkwax/paths.py"]
 
