@@ -6,15 +6,17 @@
 {'a': [1, 2]}
 
 ``check_logic`` and ``strategies`` need hypothesis (``pip install
-sparkwax[test]``); they load on first use.
+sparkwax[test]``); they load on first use. ``replay`` (run the micro-batches
+a checkpoint ran and compare them with its sink) needs Spark.
 """
 
+from .replay import ReplayResult, replay
 from .runner import RunResult, Runner, run, run_bounded
 from .script import Batch, Crash, Eof, Script, ScriptStep, Tick, describe
 
 __all__ = sorted([
-    "Batch", "Crash", "Eof", "RunResult", "Runner", "Script", "ScriptStep", "Tick",
-    "check_logic", "describe", "run", "run_bounded",
+    "Batch", "Crash", "Eof", "ReplayResult", "RunResult", "Runner", "Script", "ScriptStep",
+    "Tick", "check_logic", "describe", "replay", "run", "run_bounded",
 ])
 
 
