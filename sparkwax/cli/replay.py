@@ -169,9 +169,9 @@ def _recorded_time(step: Dict[str, Any]) -> Optional[TimeMode]:
 
 
 def _key_names(spark, key_ddl: str) -> List[str]:
-    from ..engine.plan import parse_ddl
+    from ..engine.replay import output_type
 
-    return [f.name for f in parse_ddl(spark, key_ddl).fields]
+    return [f.name for f in output_type(spark, key_ddl).fields]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,7 +196,7 @@ def _replay(args) -> int:
     output_schema = args.output_schema or recorded.get("output")
     missing = [flag for flag, got in (("--key", key), ("--output-schema", output_schema))
                if not got]
-    if missing:
+    if missing or key is None:
         raise ConfigError(f"give {' and '.join(missing)} (the checkpoint has no "
                           f"sparkwax-steps.json naming them: it was not started by sw.start, "
                           f"or it holds several steps: pick one with --step-id)")

@@ -29,9 +29,7 @@ from ..batchlog import (OffsetEntry, PlannedBatch, file_offset, log_number, norm
                         planned_offsets, require_file_source, sink_units, source_files)
 from ..errors import ConfigError
 from ..timers import EPOCH
-from .checkpoint import require_checkpoint
-from .plan import parse_ddl
-from .storage import join_path, storage_for
+from .storage import is_connect, join_path, storage_for
 
 FILE_COLUMN = "__sw_file"
 HARNESS_BATCH, HARNESS_POSITION = "__sw_batch", "__sw_position"  # testing/spark.py's sink
@@ -88,6 +86,8 @@ def read_commits(store, checkpoint: str) -> Dict[int, int]:
 
 def read_plan(spark, checkpoint: str) -> CheckpointPlan:
     """The micro-batches of ``checkpoint`` (a query with one file source)."""
+    from .checkpoint import require_checkpoint  # not at the top: start.py imports this module
+
     store = storage_for(spark)
     require_checkpoint(store, checkpoint)
     offsets = read_offsets(store, checkpoint)
@@ -209,6 +209,8 @@ def _value(value, data_type, top: bool = False):
 
 def output_type(spark, output_schema) -> T.StructType:
     """The step's output schema as a StructType."""
+    from .plan import parse_ddl  # not at the top: start.py imports this module
+
     if isinstance(output_schema, T.StructType):
         return output_schema
     if isinstance(output_schema, str):
@@ -273,7 +275,7 @@ def read_sink(spark, sink: str, *, sink_format: str = "parquet", sink_schema=Non
 # -- keeping a file source's batch plan across a restart ----------------------
 
 def keep_batch_plan(spark, checkpoint: str, *, say: Optional[Callable[[str], None]] = None,
-                    settle_seconds: float = 5.0) -> Optional[int]:
+                    settle_seconds: float = 2.0) -> Optional[int]:
     """Before a restart: if the query stopped after its file source had logged
     the files of the next micro-batch but before Spark wrote that batch's
     offsets, write those offsets (Spark then runs the batch as it had planned
@@ -283,8 +285,13 @@ def keep_batch_plan(spark, checkpoint: str, *, say: Optional[Callable[[str], Non
     logged files *and* the next ones to one micro-batch: ``maxFilesPerTrigger``
     does not hold across the restart, and in EventTime mode the watermark
     (which rows are late, when timers fire) moves differently from a run that
-    never stopped. Queries with one file source only; a batch planned before
-    any batch ran is left to Spark (nothing to take the metadata from)."""
+    never stopped. The offsets written are the ones Spark would have written:
+    the previous batch's metadata with the watermark from its commit, the
+    file source's offset at its last log entry. Queries with one file source
+    only, on a classic session (Spark Connect cannot write a plain file); a
+    batch planned before any batch committed is left to Spark."""
+    if is_connect(spark):
+        return None
     store = storage_for(spark)
     if not store.exists(join_path(checkpoint, "offsets")):
         return None
@@ -292,7 +299,6 @@ def keep_batch_plan(spark, checkpoint: str, *, say: Optional[Callable[[str], Non
     found = _orphans(store, checkpoint, sources)
     if found is None:
         return None
-    batch_id, first, last, offsets, commits = found
     newest = max((e.modified_ms for e in store.list(sources)), default=0)
     wait = settle_seconds - (wall_clock.time() * 1000 - newest) / 1000
     if wait > 0:  # a query may be planning that batch right now: let it finish first
@@ -300,12 +306,9 @@ def keep_batch_plan(spark, checkpoint: str, *, say: Optional[Callable[[str], Non
         found = _orphans(store, checkpoint, sources)
         if found is None:
             return None
-        batch_id, first, last, offsets, commits = found
-    previous = offsets[batch_id - 1]
-    text = planned_offsets(previous, commits[batch_id - 1], last,
-                           int(wall_clock.time() * 1000))
-    path = join_path(checkpoint, f"offsets/{batch_id}")
-    store.write_text(path, text)
+    batch_id, first, last, previous, watermark_ms = found
+    text = planned_offsets(previous, watermark_ms, last, int(wall_clock.time() * 1000))
+    store.write_text(join_path(checkpoint, f"offsets/{batch_id}"), text)
     (say or _stderr)(
         f"sparkwax: {checkpoint}: the query stopped after its file source had logged the "
         f"files of micro-batch {batch_id} (source log {first}..{last}) but before Spark "
@@ -314,19 +317,27 @@ def keep_batch_plan(spark, checkpoint: str, *, say: Optional[Callable[[str], Non
     return batch_id
 
 
-def _orphans(store, checkpoint: str, sources: str):
-    offsets = read_offsets(store, checkpoint)
-    if not offsets:
+def _orphans(store, checkpoint: str, sources: str
+             ) -> Optional[Tuple[int, int, int, OffsetEntry, int]]:
+    """``(batch id, first, last, previous offsets, watermark)`` of a batch the
+    file source logged but the offset log does not have (reads the newest
+    offsets and commit only)."""
+    offset_files = _log_files(store, join_path(checkpoint, "offsets"))
+    commit_files = _log_files(store, join_path(checkpoint, "commits"))
+    if not offset_files:
         return None
-    commits = read_commits(store, checkpoint)
+    (last_id, _), path = max(offset_files.items())
+    last = parse_offsets(last_id, store.read_text(path), path)
+    committed = {number for (number, _) in commit_files}
     logged = [number for (number, _) in _log_files(store, sources)]
-    found = orphaned_entries(offsets, commits, logged)
+    found = orphaned_entries({last_id: last}, committed, logged)
     if found is None or found[0] == 0:
         return None
-    batch_id, first, last = found
-    if file_offset(offsets[batch_id - 1].offsets[0]) != first - 1:
+    batch_id, first, end = found
+    if file_offset(last.offsets[0]) != first - 1:
         return None
-    return batch_id, first, last, offsets, commits
+    commit_path = commit_files[(last_id, False)]
+    return batch_id, first, end, last, parse_commit(store.read_text(commit_path), commit_path)
 
 
 def _stderr(line: str) -> None:
