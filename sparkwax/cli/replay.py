@@ -78,6 +78,10 @@ def replay_command(parser: argparse.ArgumentParser):
                                                               "(sw.stateful_batch)")
     parser.add_argument("--ttl", help="ttl= duration, e.g. '30 minutes'")
     parser.add_argument("--max-state-bytes", type=int, help="max_state_bytes=")
+    parser.add_argument("--map-path", action="append", default=[], metavar="FROM=TO",
+                        help="read logged files under FROM from TO instead (a copy of the "
+                             "input and sink folders), e.g. hdfs://nn:8020/data=/home/me/data; "
+                             "repeatable")
     parser.add_argument("--transform", metavar="APP.py:FUNCTION",
                         help="a DataFrame -> DataFrame function: what the query did between "
                              "its source and the step")
@@ -135,6 +139,16 @@ def load_object(reference: str, what: str) -> Any:
     return found
 
 
+def _pairs(items: List[str], flag: str) -> Dict[str, str]:
+    pairs = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{flag} takes KEY=VALUE, got {item!r}")
+        pairs[name.strip()] = value
+    return pairs
+
+
 def _names(text: Optional[str]) -> Optional[List[str]]:
     if text is None:
         return None
@@ -184,11 +198,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _replay(args) -> int:
     from ..testing.replay import replay
-    from .state import _session, _settings
+    from .state import _session
 
     builder = load_object(args.logic, "LOGIC")
     transform = load_object(args.transform, "--transform") if args.transform else None
-    source_options = _settings(argparse.Namespace(conf=args.source_option))
+    source_options = _pairs(args.source_option, "--source-option")
+    path_map = _pairs(args.map_path, "--map-path")
     spark = _session(args, "sparkwax-replay")
     recorded = recorded_step(spark, args.checkpoint, args.step_id)
     key = _names(args.key) or (_key_names(spark, recorded["key"]) if recorded.get("key")
@@ -207,7 +222,8 @@ def _replay(args) -> int:
         source_schema=args.source_schema, source_options=source_options, sink=args.sink,
         sink_format=args.sink_format, spark=spark, time=time, order_by=_names(args.order_by),
         value=args.value, step_id=args.step_id or recorded.get("step_id"), batch=args.batch,
-        ttl=args.ttl, max_state_bytes=args.max_state_bytes, transform=transform)
+        ttl=args.ttl, max_state_bytes=args.max_state_bytes, transform=transform,
+        path_map=path_map)
     print(result.report())
     return 0 if result.equal else 1
 

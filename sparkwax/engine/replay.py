@@ -114,22 +114,46 @@ def _reader(spark, source_format: str, source_schema, options: Optional[Mapping[
     return reader
 
 
+def path_mapper(path_map: Optional[Mapping[str, str]]) -> Callable[[str], str]:
+    """A function moving logged paths: ``{"hdfs://nn/data": "/home/me/data"}``
+    reads ``hdfs://nn/data/in/x.json`` as ``/home/me/data/in/x.json`` (the
+    longest matching prefix wins; paths compare in ``normal_path`` form).
+
+    >>> move = path_mapper({"hdfs://nn:8020/data": "/copy"})
+    >>> move("hdfs://nn:8020/data/in/a%20b.json"), move("file:///elsewhere/x")
+    ('file:/copy/in/a b.json', 'file:///elsewhere/x')
+    """
+    pairs = sorted(((normal_path(old).rstrip("/"), normal_path(new).rstrip("/"))
+                    for old, new in (path_map or {}).items()), key=lambda p: -len(p[0]))
+
+    def move(path: str) -> str:
+        plain = normal_path(path)
+        for old, new in pairs:
+            if plain == old or plain.startswith(old + "/"):
+                return new + plain[len(old):]
+        return path
+    return move
+
+
 def read_inputs(spark, batches: Sequence[PlannedBatch], *, source_format: str,
                 source_schema=None, source_options: Optional[Mapping[str, str]] = None,
-                transform: Optional[Callable[[Any], Any]] = None) -> Dict[int, InputBatch]:
+                transform: Optional[Callable[[Any], Any]] = None,
+                path_map: Optional[Mapping[str, str]] = None) -> Dict[int, InputBatch]:
     """Each data batch's rows, read with Spark from the files its log entries
     name (one read for all of them, or one per batch with ``transform``, a
     function ``DataFrame -> DataFrame`` standing for what the query did
-    between its source and the step). Timestamps become aware UTC datetimes,
-    nested rows dicts, as the step's function receives them on Spark."""
+    between its source and the step; ``path_map`` moves the logged paths,
+    see ``path_mapper``). Timestamps become aware UTC datetimes, nested rows
+    dicts, as the step's function receives them on Spark."""
     reader = _reader(spark, source_format, source_schema, source_options)
+    move = path_mapper(path_map)
     wanted = [b for b in batches if b.files]
     found: Dict[int, InputBatch] = {}
     if not wanted:
         return found
     if transform is None:
-        owner = {normal_path(path): b.batch_id for b in wanted for path in b.files}
-        frame = _load(reader, [p for b in wanted for p in b.files])
+        owner = {normal_path(move(path)): b.batch_id for b in wanted for path in b.files}
+        frame = _load(reader, [move(p) for b in wanted for p in b.files])
         frame = frame.withColumn(FILE_COLUMN, F.col("_metadata.file_path"))
         columns, rows = _collect(frame)
         for row in rows:
@@ -140,7 +164,7 @@ def read_inputs(spark, batches: Sequence[PlannedBatch], *, source_format: str,
             found.setdefault(b.batch_id, InputBatch(columns, []))
         return found
     for b in wanted:
-        frame = transform(_load(reader, list(b.files)))
+        frame = transform(_load(reader, [move(p) for p in b.files]))
         columns, rows = _collect(frame)
         found[b.batch_id] = InputBatch(columns, rows)
     return found
@@ -225,10 +249,13 @@ def output_type(spark, output_schema) -> T.StructType:
 
 
 def read_sink(spark, sink: str, *, sink_format: str = "parquet", sink_schema=None,
-              sink_options: Optional[Mapping[str, str]] = None) -> List[SinkUnit]:
+              sink_options: Optional[Mapping[str, str]] = None,
+              path_map: Optional[Mapping[str, str]] = None) -> List[SinkUnit]:
     """The rows ``sink`` committed per micro-batch: Spark's file sink (its
-    ``_spark_metadata`` log names each batch's files) or the test harness's
-    ``foreachBatch`` Parquet folder (rows carry their batch id and position)."""
+    ``_spark_metadata`` log names each batch's files; ``path_map`` moves
+    them, see ``path_mapper``) or the test harness's ``foreachBatch``
+    Parquet folder (rows carry their batch id and position)."""
+    move = path_mapper(path_map)
     store = storage_for(spark)
     metadata = join_path(sink, "_spark_metadata")
     reader = spark.read.format(sink_format)
@@ -239,7 +266,7 @@ def read_sink(spark, sink: str, *, sink_format: str = "parquet", sink_schema=Non
     if store.exists(metadata):
         logs = {number: store.read_text(path)
                 for number, path in _log_files(store, metadata).items()}
-        units = sink_units(logs, metadata)
+        units = [(ids, [move(p) for p in files]) for ids, files in sink_units(logs, metadata)]
         paths = [p for _, files in units for p in files]
         rows_of: Dict[str, List[Tuple[Any, ...]]] = {}
         if paths:
@@ -345,4 +372,5 @@ def _stderr(line: str) -> None:
 
 
 __all__ = ["CheckpointPlan", "InputBatch", "SinkUnit", "keep_batch_plan", "output_type",
+           "path_mapper",
            "read_commits", "read_inputs", "read_offsets", "read_plan", "read_sink"]

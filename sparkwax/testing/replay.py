@@ -141,6 +141,7 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
            value: Optional[str] = None, step_id: Optional[str] = None, batch: bool = False,
            ttl: Any = None, max_state_bytes: Optional[int] = None,
            transform: Optional[Callable[[Any], Any]] = None,
+           path_map: Optional[Mapping[str, str]] = None,
            restore: str = "always") -> ReplayResult:
     """Replay ``checkpoint``'s micro-batches offline and compare them with ``sink``.
 
@@ -151,8 +152,9 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
     ``readStream`` read its files (``transform``: a ``DataFrame -> DataFrame``
     function for what the query did between the source and the step).
     ``sink``: the query's file sink folder (or the test harness's output),
-    read as ``sink_format``. ``spark``: the session that reads (default: the
-    active one). A planned batch that did not commit (Spark runs it again at
+    read as ``sink_format``. ``path_map``: where the logged input and sink
+    files are now, ``{"hdfs://nn/data": "/home/me/data"}`` (a copy on a
+    laptop). ``spark``: the session that reads (default: the active one). A planned batch that did not commit (Spark runs it again at
     the next start) is replayed too and listed in ``pending``; it is compared
     only if the sink already committed its rows.
     """
@@ -172,7 +174,7 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
     pending = [b.batch_id for b in plan.batches if not b.committed]
     inputs = read_inputs(spark, plan.batches, source_format=source_format,
                          source_schema=source_schema, source_options=source_options,
-                         transform=transform)
+                         transform=transform, path_map=path_map)
     scripted = []
     for planned in plan.batches:
         found = inputs.get(planned.batch_id)
@@ -182,7 +184,8 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
     units = None
     if sink is not None:
         units = [(u.batch_ids, u.rows) for u in read_sink(
-            spark, sink, sink_format=sink_format, sink_options=sink_options)]
+            spark, sink, sink_format=sink_format, sink_options=sink_options,
+            path_map=path_map)]
     return replay_batches(step, scripted, fields, len(keys), units, checkpoint=checkpoint,
                           pending=pending, restore=restore)
 
@@ -378,7 +381,7 @@ def format_report(result: ReplayResult, *, width: int = 100) -> str:
             together = "" if len(comparison.batch_ids) == 1 else \
                 f" (batches {comparison.label} together)"
             if comparison.equal:
-                outputs = f"equal, {comparison.sink_rows} rows{together}"
+                outputs = f"equal, {_count(comparison.sink_rows, 'row')}{together}"
             else:
                 outputs = (f"DIFFERENT: {comparison.offline_rows} offline, "
                            f"{comparison.sink_rows} in the sink, "
@@ -410,9 +413,16 @@ def format_report(result: ReplayResult, *, width: int = 100) -> str:
         verdict = "equal: every replayed batch matches the sink"
     else:
         verdict = "DIFFERENT"
-    lines.append(f"{len(result.batches)} batches replayed, {len(result.run.outputs)} outputs, "
-                 f"{result.run.late} late rows: {verdict}")
+    lines.append(f"{_count(len(result.batches), 'batch')} replayed, "
+                 f"{_count(len(result.run.outputs), 'output')}, "
+                 f"{_count(result.run.late, 'late row')}: {verdict}")
     return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    if number == 1:
+        return f"1 {noun}"
+    return f"{number} {noun}{'es' if noun.endswith('ch') else 's'}"
 
 
 def _rows(rows: List[Tuple[Any, ...]], width: int) -> str:

@@ -171,6 +171,21 @@ def test_the_command_line_prints_the_table_and_exits_0_or_1(spark, stopped_and_r
     assert main(["replay", str(tmp / "ck"), f"{app}:Nope", *common]) == 2
     assert "has no 'Nope'" in capsys.readouterr().err
 
+    # on a laptop: copies of the checkpoint, the input and the sink, the logged paths moved
+    copy = tmp_path / "copy"
+    for name in ("ck", "in", "out"):
+        shutil.copytree(tmp / name, copy / name)
+    moved = ["--source-format", "json", "--source-schema", recovery_app.INPUT_SCHEMA,
+             "--sink", str(copy / "out"), "--map-path", f"{tmp / 'in'}={copy / 'in'}",
+             "--map-path", f"file://{tmp / 'out'}={copy / 'out'}"]
+    assert main(["replay", str(copy / "ck"), "sparkwax.testing.reference:Accumulator",
+                 *moved]) == 0, capsys.readouterr()
+    assert "equal: every replayed batch matches the sink" in capsys.readouterr().out
+    (copy / "in" / "part-001.json").unlink()  # the copies are what replay reads
+    assert main(["replay", str(copy / "ck"), "sparkwax.testing.reference:Accumulator",
+                 *moved]) == 2
+    assert "an input file a micro-batch read is gone" in capsys.readouterr().err
+
 
 def _crash_before_the_offset_log(spark, tmp: Path, batch: int) -> None:
     """Run until batch ``batch`` is planned, and make Spark's write of
