@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .._driver import sorted_keys
 from ..batchlog import batch_label
-from ..errors import ConfigError, short_repr
+from ..errors import ConfigError, LogicError, short_repr
 from ..step import Step
 from ..timers import EventTime, from_epoch_ms
 from .runner import RunResult, Runner
@@ -106,6 +106,7 @@ class ReplayResult:
     pending: List[int] = field(default_factory=list)  # planned, not committed (yet)
     sink_only_batches: List[int] = field(default_factory=list)  # sink rows of unknown batches
     compared: bool = False
+    error: Optional[Tuple[int, LogicError]] = None  # (batch id, what the logic raised offline)
 
     @property
     def watermark_mismatches(self) -> List[BatchReplay]:
@@ -113,8 +114,8 @@ class ReplayResult:
 
     @property
     def equal(self) -> bool:
-        return (not self.watermark_mismatches and not self.sink_only_batches
-                and all(c.equal for c in self.comparisons))
+        return (self.error is None and not self.watermark_mismatches
+                and not self.sink_only_batches and all(c.equal for c in self.comparisons))
 
     @property
     def first_difference(self) -> Optional[Tuple[Comparison, KeyDifference]]:
@@ -154,9 +155,12 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
     ``sink``: the query's file sink folder (or the test harness's output),
     read as ``sink_format``. ``path_map``: where the logged input and sink
     files are now, ``{"hdfs://nn/data": "/home/me/data"}`` (a copy on a
-    laptop). ``spark``: the session that reads (default: the active one). A planned batch that did not commit (Spark runs it again at
-    the next start) is replayed too and listed in ``pending``; it is compared
-    only if the sink already committed its rows.
+    laptop). ``spark``: the session that reads (default: the active one).
+
+    A planned batch that did not commit (Spark runs it again at the next
+    start) is replayed too and listed in ``pending``; it is compared only if
+    the sink already committed its rows. A logic that raises offline (a
+    ``LogicError``) ends the replay at that batch: ``result.error``.
     """
     from ..engine.checkpoint import active_session
     from ..engine.replay import output_type, read_inputs, read_plan, read_sink
@@ -223,14 +227,20 @@ def replay_batches(step: Step, batches: Sequence[Tuple[Any, List[Tuple[Any, Any]
     runner = Runner(step, restore=restore)
     event = isinstance(step.time, EventTime)
     replayed: List[BatchReplay] = []
+    error: Optional[Tuple[int, LogicError]] = None
     for planned, items, files in batches:
         before = len(runner.result.outputs)
         late = runner.result.late
         offline_watermark = runner.now_ms if event else None
-        if planned.has_data:
-            runner.batch(items, now=None if event else from_epoch_ms(planned.timestamp_ms))
-        else:
-            runner.tick(now=None if event else from_epoch_ms(planned.timestamp_ms))
+        now = None if event else from_epoch_ms(planned.timestamp_ms)
+        try:
+            if planned.has_data:
+                runner.batch(items, now=now)
+            else:
+                runner.tick(now=now)
+        except LogicError as raised:  # Spark ran this batch (or failed on it, if pending)
+            error = (planned.batch_id, raised)
+            break
         # The log says whether Spark ran a trailing no-data batch: never add one.
         runner._pending_tick = False
         replayed.append(BatchReplay(
@@ -238,16 +248,18 @@ def replay_batches(step: Step, batches: Sequence[Tuple[Any, List[Tuple[Any, Any]
             planned.timestamp_ms, planned.watermark_ms, offline_watermark,
             runner.result.outputs[before:], runner.result.late - late))
     run = runner.process_all_available()
-    result = ReplayResult(checkpoint, replayed, [], run, list(pending))
+    result = ReplayResult(checkpoint, replayed, [], run, list(pending), error=error)
     if sink is None:
         return result
     result.compared = True
     by_batch = {b.batch_id: b for b in replayed}
+    planned_ids = {planned.batch_id for planned, _, _ in batches}
     for ids, rows in sink:
         known = [i for i in ids if i in by_batch]
         if not known:
-            result.sink_only_batches.extend(ids)
-            continue
+            if not planned_ids.intersection(ids):
+                result.sink_only_batches.extend(ids)
+            continue  # else: not replayed, after the batch whose logic raised
         offline: Dict[Any, List[Tuple[Any, ...]]] = {}
         for batch_id in known:
             for item_key, emitted in by_batch[batch_id].outputs:
@@ -399,6 +411,10 @@ def format_report(result: ReplayResult, *, width: int = 100) -> str:
         lines.append(f"batch {b.batch_id}: Spark's watermark {_moment(b.spark_watermark_ms)} "
                      f"({b.spark_watermark_ms} ms), offline {_moment(b.offline_watermark_ms)} "
                      f"({b.offline_watermark_ms} ms)")
+    if result.error is not None:
+        batch_id, raised = result.error
+        lines.append(f"batch {batch_id}: the logic raised offline ({type(raised).__name__}): "
+                     f"{raised}")
     first = result.first_difference
     if first is not None:
         comparison, difference = first

@@ -286,3 +286,21 @@ def test_processing_time_now_is_the_batch_timestamp():
     assert [b.outputs for b in result.batches] == [[("a", 1)], [("a", 2)]]
     assert all(b.offline_watermark_ms is None for b in result.batches)
     assert "not compared (no sink given)" in result.report()
+
+
+class Fails(Counter):
+    def on_item(self, value):
+        if value == 2:
+            raise ValueError("two")
+        return super().on_item(value)
+
+
+def test_a_logic_that_raises_offline_ends_the_replay_at_that_batch():
+    planned = [(_planned(n, [("a", n)]), [("a", n)], 1) for n in range(4)]
+    sink = [((n,), [("a", n + 1)]) for n in range(4)]
+    result = replay_batches(Step.of(Fails), planned, [("n", "long")], 1, sink)
+    batch_id, raised = result.error
+    assert batch_id == 2 and raised.key == "a" and "two" in str(raised)
+    assert [b.batch_id for b in result.batches] == [0, 1]
+    assert not result.equal and not result.sink_only_batches
+    assert "batch 2: the logic raised offline (CallbackError)" in result.report()
