@@ -56,6 +56,7 @@ COMMANDS: Dict[str, Union[Command, str]] = {
     "demo": demo_command,
     "state": "sparkwax.cli.state:state_command",
     "submit": "sparkwax.cli.submit:submit_command",
+    "replay": "sparkwax.cli.replay:replay_command",
 }
 
 

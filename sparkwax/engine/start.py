@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import ConfigError
 from .progress import follow, stop_on_signals
+from .replay import keep_batch_plan
 from .storage import join_path, storage_for
 
 STEP_METADATA = "sparkwax.step"
@@ -97,6 +98,7 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     spark = frame.sparkSession
     confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
     check_checkpoint(storage_for(spark), checkpoint, steps, confs)
+    keep_batch_plan(spark, checkpoint)  # a file source's next batch, logged before a stop
     writer = frame.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if query_name:
         writer = writer.queryName(query_name)

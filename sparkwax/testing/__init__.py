@@ -6,9 +6,11 @@
 {'a': [1, 2]}
 
 ``check_logic`` and ``strategies`` need hypothesis (``pip install
-sparkwax[test]``); they load on first use.
+sparkwax[test]``); they load on first use. ``replay`` (run the micro-batches
+a checkpoint ran and compare them with its sink) needs Spark.
 """
 
+from .replay import ReplayResult, replay
 from .runner import RunResult, Runner, run, run_bounded
 from .script import Batch, Crash, Eof, Script, ScriptStep, Tick, describe
 
@@ -18,8 +20,8 @@ if _TYPE_CHECKING:  # type checkers see check_logic; at run time __getattr__ loa
     from .strategies.check import check_logic as check_logic
 
 __all__ = [  # a sorted list display, so that type checkers read it (test_exports)
-    "Batch", "Crash", "Eof", "RunResult", "Runner", "Script", "ScriptStep", "Tick",
-    "check_logic", "describe", "run", "run_bounded",
+    "Batch", "Crash", "Eof", "ReplayResult", "RunResult", "Runner", "Script", "ScriptStep",
+    "Tick", "check_logic", "describe", "replay", "run", "run_bounded",
 ]
 
 

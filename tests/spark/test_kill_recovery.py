@@ -59,7 +59,10 @@ def _batches_spark_ran(checkpoint: Path, files: list) -> list:
     log, Spark's file source hands the interrupted batch's file *and* the next
     one to one micro-batch (maxFilesPerTrigger does not hold across that
     restart), so with event time the cuts, and hence lateness and timers, can
-    differ from an uninterrupted run. Exactly-once is relative to these cuts."""
+    differ from an uninterrupted run; sw.start, which the app uses, now writes
+    the planned batch's offsets first (tests/spark/test_replay.py). Exactly-once
+    is relative to these cuts. (sparkwax.testing.replay does the same with
+    Spark's reader.)"""
     log_files = {}
     for path in (checkpoint / "sources" / "0").iterdir():
         if path.name.startswith("."):

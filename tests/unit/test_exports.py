@@ -31,8 +31,8 @@ PUBLIC = {
         "with_state_limit", "with_ttl",
     ],
     "sparkwax.testing": [
-        "Batch", "Crash", "Eof", "RunResult", "Runner", "Script", "ScriptStep", "Tick",
-        "check_logic", "describe", "run", "run_bounded",
+        "Batch", "Crash", "Eof", "ReplayResult", "RunResult", "Runner", "Script", "ScriptStep",
+        "Tick", "check_logic", "describe", "replay", "run", "run_bounded",
     ],
 }
 

@@ -14,7 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/finish.py",
                       "sparkwax/engine/start.py",
                       "sparkwax/engine/storage.py", "sparkwax/cli/state.py",
-                      "sparkwax/paths.py"]
+                      "sparkwax/paths.py", "sparkwax/engine/replay.py",
+                      "sparkwax/batchlog.py", "sparkwax/testing/replay.py",
+                      "sparkwax/cli/replay.py"]
 
 
 @pytest.mark.parametrize("path, scheme", [
