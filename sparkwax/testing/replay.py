@@ -224,7 +224,8 @@ def replay_batches(step: Step, batches: Sequence[Tuple[Any, List[Tuple[Any, Any]
     """The offline half of ``replay``, without Spark: ``batches`` are
     ``(PlannedBatch, items, files)`` in order; ``sink`` is ``[(batch ids,
     rows)]`` with rows as tuples, key columns first (None: no comparison)."""
-    runner = Runner(step, restore=restore)
+    # The log says whether Spark ran a no-data batch: the runner never adds one.
+    runner = Runner(step, restore=restore, no_data_batches=False)
     event = isinstance(step.time, EventTime)
     replayed: List[BatchReplay] = []
     error: Optional[Tuple[int, LogicError]] = None
@@ -241,8 +242,6 @@ def replay_batches(step: Step, batches: Sequence[Tuple[Any, List[Tuple[Any, Any]
         except LogicError as raised:  # Spark ran this batch (or failed on it, if pending)
             error = (planned.batch_id, raised)
             break
-        # The log says whether Spark ran a trailing no-data batch: never add one.
-        runner._pending_tick = False
         replayed.append(BatchReplay(
             planned.batch_id, files, len(items), len({k for k, _ in items}),
             planned.timestamp_ms, planned.watermark_ms, offline_watermark,

@@ -76,13 +76,16 @@ class Runner:
     watermark per side, the smallest wins; see ``sparkwax.timers``);
     default: the ``sides`` of a join builder. ``Eof()`` ends the run.
     ``builder`` may also be a ``sparkwax.step.Step`` (then give no options).
+    ``no_data_batches=False``: never add the no-data batch Spark runs when
+    the watermark moved (for a script that lists every batch Spark ran, as
+    ``replay`` rebuilds them from a checkpoint's logs).
     """
 
     def __init__(self, builder: Union[Builder, Step], *, time: Optional[TimeMode] = None,
                  batch: bool = False, order_by: Any = None, step_id: str = "stateful",
                  restore: str = "always", ttl: Any = None,
                  max_state_bytes: Optional[int] = None,
-                 sides: Optional[Sequence[Any]] = None):
+                 sides: Optional[Sequence[Any]] = None, no_data_batches: bool = True):
         if restore not in RESTORE_MODES:
             raise ConfigError(f"restore must be one of {RESTORE_MODES}, got {restore!r}")
         step = offline_step(builder, time=time, batch=batch, order_by=order_by,
@@ -100,6 +103,7 @@ class Runner:
         self.timeouts: Dict[Any, int] = {}       # key -> what Spark would have armed
         self.result = RunResult()
         self._pending_tick = False
+        self.no_data_batches = no_data_batches  # False: the script lists every batch (replay)
         self.ended = False              # Eof() ran: the run is over
 
     # -- steps ----------------------------------------------------------------
@@ -262,7 +266,7 @@ class Runner:
                     see(moment, side_of(key, value))
         if self.clock.advance_moved():
             self.now_ms = self.clock.value_ms
-            self._pending_tick = True
+            self._pending_tick = self.no_data_batches
 
     def _flush_tick(self) -> None:
         if self._pending_tick:
