@@ -47,6 +47,7 @@ STRICT_CORE = [
     "sparkwax.metrics",
     "sparkwax.paths",
     "sparkwax.recovery",
+    "sparkwax.schema",
 ]
 
 # Modules a strict module imports are read for their types but not reported
