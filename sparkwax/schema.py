@@ -1065,7 +1065,8 @@ class OutputSchema:
             try:
                 values = self.row(value)
             except _RowMisfit as misfit:
-                raise SchemaError(step_id, key_at(position), "output", misfit.value,
+                where = "output" if misfit.field is None else f"output field {misfit.field!r}"
+                raise SchemaError(step_id, key_at(position), where, misfit.value,
                                   misfit.reason, field=misfit.field) from None
             for field, item in zip(self.fields, values):
                 found = field.misfit(item)
