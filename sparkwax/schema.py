@@ -34,7 +34,7 @@ from functools import lru_cache
 from itertools import chain
 from operator import itemgetter, methodcaller
 from typing import (Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, Set,
-                    Tuple, cast)
+                    Tuple)
 
 from .errors import ConfigError, SchemaError
 
@@ -259,6 +259,29 @@ class DecimalType(SqlType):
     def simple_string(self) -> str:
         return f"decimal({self.precision},{self.scale})"
 
+    def ok(self, values: List[Any], nullable: bool, types: Optional[Set[type]] = None) -> bool:
+        kinds = set(map(type, values)) if types is None else types
+        if _NONE in kinds and not nullable:
+            return False
+        if not kinds - {decimal.Decimal, _NONE}:  # in C: min/max, quantize, list ==
+            present = _present(values, kinds)
+            if not present:
+                return True
+            bound = _decimal_bound(self.precision - self.scale)
+            try:
+                return bool(-bound < min(present) and max(present) < bound and list(
+                    map(_quantizer(self.scale), present)) == present)
+            except ArithmeticError:  # NaN, a value beyond the context's precision...
+                pass
+        elif not kinds - {int, _NONE}:
+            present = _present(values, kinds)
+            if not present:
+                return True
+            limit = 10 ** (self.precision - self.scale) - 1
+            low, high = max(-limit, _INT64[0]), min(limit, _INT64[1])
+            return bool(low <= min(present) and max(present) <= high)
+        return self._each(values, nullable)
+
     def fits(self, value: Any) -> bool:
         return self.misfit(value) is None
 
@@ -293,6 +316,18 @@ class DecimalType(SqlType):
             return ("", value, f"does not fit {shown}: more than "
                                f"{self.precision - self.scale} digits before the point")
         return None
+
+
+@lru_cache(maxsize=None)
+def _decimal_bound(digits: int) -> decimal.Decimal:
+    return decimal.Decimal(10) ** digits
+
+
+@lru_cache(maxsize=None)
+def _quantizer(scale: int) -> Callable[[decimal.Decimal], decimal.Decimal]:
+    """``d -> d`` rounded to ``scale`` digits after the point (equal to ``d``
+    exactly when ``d`` has no more digits than that)."""
+    return methodcaller("quantize", decimal.Decimal(1).scaleb(-scale))
 
 
 def _trailing_zeros(digits: Tuple[int, ...]) -> int:
@@ -927,6 +962,8 @@ def _parsed(text: str) -> StructType:
 # --- the output checker ---------------------------------------------------------
 
 
+_TUPLE = frozenset({tuple})
+_DICT = frozenset({dict})
 # Emits of these exact types are the value of a one-field schema as they are.
 _PLAIN = frozenset({int, float, str, bool, bytes, _NONE, dt.datetime, dt.date, decimal.Decimal})
 
@@ -983,6 +1020,9 @@ class OutputSchema:
         self.width = len(self.fields)
         self.types = [f.type for f in self.fields]
         self._names = dict.fromkeys(self.names).keys()
+        self._width = {self.width}
+        self._by_name = [itemgetter(name) for name in self.names]
+        self._by_position = [itemgetter(index) for index in range(self.width)]
 
     @classmethod
     def of(cls, schema: Any, step_id: str = "") -> "OutputSchema":
@@ -1007,7 +1047,8 @@ class OutputSchema:
             if len(value) != self.width:
                 raise _RowMisfit(None, value, f"a tuple emit needs {self.width} values, one "
                                               f"per field of {self.names}")
-            return cast(Tuple[Any, ...], value)
+            as_is: Tuple[Any, ...] = value
+            return as_is
         if kind is dict or isinstance(value, dict):
             if value.keys() != self._names:
                 wrong = _dict_fields(value, self.names)
@@ -1025,17 +1066,27 @@ class OutputSchema:
         """The emits as one list of values per field, or None when an emit's
         shape is wrong (``raise_first`` says which). With one field, values
         of plain types (int, str, datetime...) are taken as they are."""
-        row = self.row
-        try:
-            if self.width == 1:
-                return [[value if type(value) in _PLAIN else row(value)[0]
-                         for value in emits]]
-            rows = [row(value) for value in emits]
-        except _RowMisfit:
-            return None
-        if not rows:
-            return [[] for _ in self.fields]
-        return [list(column) for column in zip(*rows)]
+        kinds = set(map(type, emits))
+        rows: Sequence[Any] = emits
+        if self.width == 1 and kinds <= _PLAIN:
+            return [list(emits)]
+        if kinds == _TUPLE:
+            if set(map(len, emits)) - self._width:
+                return None
+        elif kinds == _DICT:
+            if not all(map(self._names.__eq__, map(dict.keys, emits))):
+                return None
+            return [list(map(getter, emits)) for getter in self._by_name]
+        else:
+            row = self.row
+            try:
+                if self.width == 1:
+                    return [[value if type(value) in _PLAIN else row(value)[0]
+                             for value in emits]]
+                rows = [row(value) for value in emits]
+            except _RowMisfit:
+                return None
+        return [list(map(getter, rows)) for getter in self._by_position]
 
     # -- checks --------------------------------------------------------------------
 

@@ -220,8 +220,8 @@ def test_nan_is_a_null_in_a_non_nullable_float_field():
 # The column test (fast: type sets, min/max) and the value test (the error's
 # path and reason) must agree on every column, or a bad value would reach Arrow
 # (or a good one be refused).
-TYPES = [TINYINT, INT, BIGINT, FLOAT, DOUBLE, DecimalType(5, 2), BOOLEAN, STRING, BINARY,
-         DATE, TIMESTAMP, TIMESTAMP_NTZ, ArrayType(SMALLINT), ArrayType(DOUBLE, False),
+TYPES = [TINYINT, INT, BIGINT, FLOAT, DOUBLE, DecimalType(5, 2), DecimalType(38, 0), BOOLEAN,
+         STRING, BINARY, DATE, TIMESTAMP, TIMESTAMP_NTZ, ArrayType(SMALLINT), ArrayType(DOUBLE, False),
          MapType(STRING, ArrayType(INT)), parse_type("struct<a: tinyint, b: date not null>"),
          parse_type("array<struct<p: decimal(3,1), q: array<timestamp>>>")]
 scalars = st.one_of(
@@ -229,7 +229,8 @@ scalars = st.one_of(
     st.sampled_from([127, 128, -129, 2 ** 31, 2 ** 63, -2 ** 63, 300, 40000]),
     st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e39, 3.4e38, -1e39]),
     st.decimals(places=None, allow_nan=True, allow_infinity=True),
-    st.sampled_from([Decimal("999.99"), Decimal("999.994"), Decimal("1000"), Decimal("1.50")]),
+    st.sampled_from([Decimal("999.99"), Decimal("999.994"), Decimal("1000"), Decimal("1.50"),
+                     Decimal("9" * 38), Decimal("1" + "0" * 38), Decimal("1" * 30 + ".0")]),
     st.text(max_size=3), st.binary(max_size=3), st.dates(),
     st.datetimes(timezones=st.sampled_from([None, UTC])),
     st.sampled_from([np.int64(5), np.int64(2 ** 40), np.float32(1.5), np.bool_(False)]))
@@ -241,9 +242,27 @@ values = st.recursive(
     max_leaves=8)
 
 
+def alike(elements):
+    """Columns of one kind with nulls: what the typed fast paths see."""
+    return st.lists(st.one_of(st.none(), elements), max_size=5)
+
+
+columns = st.one_of(
+    st.lists(values, max_size=4),
+    alike(st.integers(-2 ** 64, 2 ** 64)), alike(st.floats()),
+    alike(st.decimals(places=None, allow_nan=True, allow_infinity=True)),
+    alike(st.sampled_from([Decimal("9" * 38), Decimal("-" + "9" * 38), Decimal("999.99"),
+                           Decimal("0.001"), Decimal("1E+5")])),
+    alike(st.datetimes(timezones=st.sampled_from([None, UTC]))), alike(st.booleans()),
+    alike(st.text(max_size=2)), alike(st.lists(st.integers(-2 ** 40, 2 ** 40), max_size=3)),
+    alike(st.dictionaries(st.sampled_from(["a", "b", "p", "q"]),
+                          st.one_of(st.none(), st.integers(-200, 200), st.dates()),
+                          max_size=2)),
+    alike(st.tuples(st.integers(-200, 200), st.one_of(st.none(), st.dates()))))
+
+
 @settings(max_examples=int(os.environ.get("SCHEMA_EXAMPLES", 300)), deadline=None)
-@given(kind=st.sampled_from(TYPES), column=st.lists(values, max_size=4),
-       nullable=st.booleans())
+@given(kind=st.sampled_from(TYPES), column=columns, nullable=st.booleans())
 def test_the_column_test_agrees_with_the_value_test(kind, column, nullable):
     field = StructField("f", kind, nullable)
     assert kind.ok(list(column), nullable) == all(field.misfit(v) is None for v in column)
