@@ -187,10 +187,15 @@ class IntegralType(SqlType):
 
 @dataclass(frozen=True)
 class FractionalType(SqlType):
-    """float (32-bit) and double: floats, ints that fit 64 bits (Arrow converts
-    them through a C long), numpy numbers. NaN is stored as null on Spark."""
+    """float (32-bit) and double: floats, ints that the type holds exactly
+    (Arrow's safe cast refuses others: up to ±2**24 for float, ±2**53 for
+    double), numpy numbers. NaN is stored as null on Spark."""
 
     name: str
+
+    @property
+    def int_limit(self) -> int:
+        return 1 << (24 if self.name == "float" else 53)
 
     def simple_string(self) -> str:
         return self.name
@@ -204,18 +209,20 @@ class FractionalType(SqlType):
 
     def ok(self, values: List[Any], nullable: bool, types: Optional[Set[type]] = None) -> bool:
         kinds = set(map(type, values)) if types is None else types
+        if _NONE in kinds and not nullable:
+            return False
         if kinds <= {float, _NONE}:
-            present = values
-            if _NONE in kinds:
-                if not nullable:
-                    return False
-                present = [v for v in values if v is not None]
+            present = _present(values, kinds)
             if not nullable and any(map(math.isnan, present)):
                 return False
             if self.name == "float" and present and not (
                     -_F32_MAX <= min(present) and max(present) <= _F32_MAX):
                 return self._each(present, nullable)  # inf, NaN or an overflow: one by one
             return True
+        if kinds <= _INT_NONE:
+            present = _present(values, kinds)
+            limit = self.int_limit
+            return not present or bool(-limit <= min(present) and max(present) <= limit)
         return self._each(values, nullable)
 
     def fits(self, value: Any) -> bool:
@@ -223,7 +230,7 @@ class FractionalType(SqlType):
         if kind is float or _numpy_float(value):
             return self.name == "double" or _fits_float32(float(value))
         if kind is int or _numpy_int(value):
-            return _INT64[0] <= int(value) <= _INT64[1]
+            return -self.int_limit <= int(value) <= self.int_limit
         return False
 
     def misfit(self, value: Any) -> Optional[Misfit]:
@@ -231,9 +238,9 @@ class FractionalType(SqlType):
             return None
         kind = type(value)
         if kind is int or _numpy_int(value):
-            return ("", value, f"does not fit {self.name}: an int beyond 64 bits does not "
-                               "convert on Spark (Arrow reads ints as C longs); emit "
-                               "float(value)")
+            power = 24 if self.name == "float" else 53
+            return ("", value, f"does not fit {self.name}: an int beyond ±2**{power} is not "
+                               f"exact as a {self.name} (Arrow refuses it); emit float(value)")
         if kind is float or _numpy_float(value):
             return ("", value, "out of range for float (32-bit, up to ±3.4028235e38): "
                                "use double")
