@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pickle
 import reprlib
-from typing import Callable, Dict, Tuple, Type, TypeVar
+from typing import Callable, Dict, Optional, Tuple, Type, TypeVar
 
 _short = reprlib.Repr()
 _short.maxstring = 120
@@ -106,7 +106,15 @@ class InputError(LogicError):
 
 
 class SchemaError(LogicError):
-    """An emitted value does not fit the step's output schema (Spark engine)."""
+    """An emitted value does not fit the step's output schema (on every host:
+    see ``sparkwax.schema``). ``field`` is the path of the field that does not
+    fit (``"items[2].price"``), None when the whole emit has the wrong shape;
+    ``value`` is the offending value (the nested one for a nested field)."""
+
+    def __init__(self, step_id: str, key: object, callback: str, value: object = NO_VALUE,
+                 reason: str = "", field: Optional[str] = None) -> None:
+        self.field = field
+        super().__init__(step_id, key, callback, value, reason)
 
 
 class ConfigError(SparkwaxError):

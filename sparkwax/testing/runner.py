@@ -25,6 +25,7 @@ from .._driver import Activation, Driver, sorted_keys
 from ..errors import ConfigError, InputError
 from ..logic import Builder
 from ..metrics import StepMetrics
+from ..schema import OutputSchema
 from ..step import Step
 from ..timers import (EventTime, TimeMode, Watermark, from_epoch_ms, require_aware,
                       timeout_fired, to_epoch_ms)
@@ -75,6 +76,10 @@ class Runner:
     ``sides``: the side names of a connected step in EventTime mode (one
     watermark per side, the smallest wins; see ``sparkwax.timers``);
     default: the ``sides`` of a join builder. ``Eof()`` ends the run.
+    ``output_schema`` (DDL or a StructType, as ``sparkwax.stateful`` takes
+    it): every emit is checked against it after each activation, with the
+    Spark hosts' checker (a ``SchemaError`` naming the step, key, field and
+    value); None (default): emits are not checked.
     ``builder`` may also be a ``sparkwax.step.Step`` (then give no options).
     ``no_data_batches=False``: never add the no-data batch Spark runs when
     the watermark moved (for a script that lists every batch Spark ran, as
@@ -85,13 +90,15 @@ class Runner:
                  batch: bool = False, order_by: Any = None, step_id: str = "stateful",
                  restore: str = "always", ttl: Any = None,
                  max_state_bytes: Optional[int] = None,
-                 sides: Optional[Sequence[Any]] = None, no_data_batches: bool = True):
+                 sides: Optional[Sequence[Any]] = None, output_schema: Any = None,
+                 no_data_batches: bool = True):
         if restore not in RESTORE_MODES:
             raise ConfigError(f"restore must be one of {RESTORE_MODES}, got {restore!r}")
         step = offline_step(builder, time=time, batch=batch, order_by=order_by,
                             step_id=step_id, ttl=ttl, max_state_bytes=max_state_bytes,
-                            sides=sides)
+                            sides=sides, output_schema=output_schema)
         self.driver = Driver(step)
+        self.outputs = output_checker(step)
         self.time = step.time
         self.step_id = step.step_id
         self.restore = restore
@@ -211,6 +218,7 @@ class Runner:
             act = self.driver.activate(key, self.blobs.get(key), values, self.now_ms, eof=eof,
                                        event_times=times, order=order,
                                        committed_timer=self.timers.get(key))
+            self._check_outputs(key, act)
             if act.state is None:
                 self.blobs.pop(key, None)
             else:
@@ -219,6 +227,7 @@ class Runner:
             act, logic = self.driver.activate_live(
                 key, self.live.pop(key, None), self.blobs.pop(key, None), values, self.now_ms,
                 eof=eof, event_times=times, order=order, committed_timer=self.timers.get(key))
+            self._check_outputs(key, act)
             if logic is not None:
                 self.live[key] = logic
         self._set_timer(key, act)
@@ -226,6 +235,12 @@ class Runner:
         self.result.late += act.late
         self.result.activations += 1
         return act.metrics()
+
+    def _check_outputs(self, key, act: Activation) -> None:
+        """The emits fit the output schema (before anything is committed: on
+        Spark a SchemaError fails the micro-batch)."""
+        if self.outputs is not None and act.emits:
+            self.outputs.check(self.step_id, key, act.emits)
 
     def _end_batch(self, counts: StepMetrics) -> None:
         self.result.batch_metrics.append(counts)
@@ -276,27 +291,30 @@ class Runner:
 def run(builder: Union[Builder, Step], script: Sequence[ScriptStep], *,
         time: Optional[TimeMode] = None, batch: bool = False, order_by: Any = None,
         step_id: str = "stateful", restore: str = "always", ttl: Any = None,
-        max_state_bytes: Optional[int] = None,
-        sides: Optional[Sequence[Any]] = None) -> RunResult:
+        max_state_bytes: Optional[int] = None, sides: Optional[Sequence[Any]] = None,
+        output_schema: Any = None) -> RunResult:
     """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic.
-    The options are the Runner's (and ``sparkwax.stateful``'s)."""
+    The options are the Runner's (and ``sparkwax.stateful``'s); with
+    ``output_schema`` every emit is checked as the Spark hosts check it."""
     return Runner(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
                   restore=restore, ttl=ttl, max_state_bytes=max_state_bytes,
-                  sides=sides).run(script)
+                  sides=sides, output_schema=output_schema).run(script)
 
 
 def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]], *,
                 time: Optional[TimeMode] = None, batch: bool = False, order_by: Any = None,
                 step_id: str = "stateful", ttl: Any = None,
                 max_state_bytes: Optional[int] = None,
-                sides: Optional[Sequence[Any]] = None) -> RunResult:
+                sides: Optional[Sequence[Any]] = None, output_schema: Any = None) -> RunResult:
     """What the Spark engine does with a bounded (batch) DataFrame: each key's
     items as one ordered sequence (watermark per key, item by item, in
     EventTime mode; per side, then the minimum, for ``Tagged`` values), then
-    ``on_eof``."""
-    driver = Driver(offline_step(builder, time=time, batch=batch, order_by=order_by,
-                                 step_id=step_id, ttl=ttl, max_state_bytes=max_state_bytes,
-                                 sides=sides))
+    ``on_eof``; with ``output_schema`` every emit is checked as on Spark."""
+    step = offline_step(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
+                        ttl=ttl, max_state_bytes=max_state_bytes, sides=sides,
+                        output_schema=output_schema)
+    driver = Driver(step)
+    outputs = output_checker(step)
     groups: Dict[Any, List[Any]] = {}
     for key, value in items:
         groups.setdefault(key, []).append(value)
@@ -305,6 +323,8 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
         values = groups[key]
         times, order = driver.read_columns(key, values)
         act = driver.activate_bounded(key, values, event_times=times, order=order)
+        if outputs is not None and act.emits:
+            outputs.check(driver.step_id, key, act.emits)
         result.outputs.extend(zip(repeat(key), act.emits))
         result.late += act.late
         result.activations += 1
@@ -326,3 +346,10 @@ def offline_step(builder: Union[Builder, Step], **options: Any) -> Step:
             raise ConfigError(f"run on a Step takes no step options; got {sorted(given)}")
         return builder
     return Step.of(builder, **options)
+
+
+def output_checker(step: Step) -> Optional[OutputSchema]:
+    """The checker of a step's ``output_schema`` (None: emits are not checked)."""
+    if step.output_schema is None:
+        return None
+    return OutputSchema.of(step.output_schema, step.step_id)

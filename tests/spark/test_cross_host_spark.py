@@ -11,13 +11,14 @@ import pytest
 from pyspark import cloudpickle
 
 import sparkwax as sw
-from sparkwax.testing import Batch
+from sparkwax.testing import Batch, run
 from sparkwax.testing.spark import run_script_on_spark
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import cross_host  # noqa: E402
-from cross_host import (BAD_TIMES, CASES, INPUT, LockedAtEof, Tags,  # noqa: E402
-                        TimerOutsideSnapshot, builder_holding_a_lock, row)
+from cross_host import (BAD_EMITS, BAD_TIMES, CASES, GOOD_EMITS, GOOD_ITEMS,  # noqa: E402
+                        GOOD_SCHEMA, INPUT, STREAMED, Emits, LockedAtEof, Tags,
+                        TimerOutsideSnapshot, builder_holding_a_lock, normalized_rows, row)
 
 cloudpickle.register_pickle_by_value(cross_host)   # workers cannot import tests/
 
@@ -180,3 +181,68 @@ def test_a_null_key_is_refused_on_both_hosts(spark, tmp_path, host, buckets, str
     with pytest.raises(Exception, match="null or NaN key") as info:
         out.collect()
     assert "step 'keyed'" in str(info.value)
+
+
+# --- output schemas: the same checker as offline (issue 21) ---
+
+EMIT_CASES = pytest.mark.parametrize("case", BAD_EMITS, ids=[case.name for case in BAD_EMITS])
+
+
+def _offline_error(case) -> sw.SchemaError:
+    with pytest.raises(sw.SchemaError) as caught:
+        run(Emits, [Batch(case.items())], output_schema=case.schema, step_id="emits")
+    return caught.value
+
+
+def _same_error_as_offline(case, text: str) -> None:
+    """The Spark failure (a PythonException or StreamingQueryException) holds
+    the offline SchemaError: class, step, key, field path, reason, value."""
+    offline = _offline_error(case)
+    assert (offline.key, offline.field) == ("b", case.field)
+    assert f"SchemaError: {offline}" in text, (str(offline), text[-3000:])
+
+
+def _frame(spark, items):
+    rows = [(key, value["ts"], value["seq"], value["tag"]) for key, value in items]
+    return spark.createDataFrame(rows, INPUT)
+
+
+@EMIT_CASES
+@HOSTS
+def test_a_bad_emit_is_the_offline_schema_error_on_spark_bounded(spark, case, host, buckets):
+    out = sw.stateful(_frame(spark, case.items()), key="key", builder=Emits,
+                      output_schema=case.schema, step_id="emits", host=host, buckets=buckets)
+    with pytest.raises(Exception) as caught:
+        out.collect()
+    _same_error_as_offline(case, str(caught.value))
+
+
+@pytest.mark.parametrize("case", [c for c in BAD_EMITS if c.name in STREAMED],
+                         ids=[c.name for c in BAD_EMITS if c.name in STREAMED])
+@HOSTS
+def test_a_bad_emit_is_the_offline_schema_error_on_spark_streaming(spark, tmp_path, case, host,
+                                                                   buckets):
+    with pytest.raises(Exception) as caught:
+        run_script_on_spark(spark, Emits, [Batch(case.items())], input_schema=INPUT,
+                            output_schema=case.schema, step_id="emits", host=host,
+                            buckets=buckets, workdir=str(tmp_path))
+    _same_error_as_offline(case, str(caught.value))
+
+
+@HOSTS
+@pytest.mark.parametrize("streaming", [False, True], ids=["bounded", "streaming"])
+def test_good_emits_of_every_type_round_trip_as_offline(spark, tmp_path, host, buckets,
+                                                        streaming):
+    offline = run(Emits, [Batch(GOOD_ITEMS)], output_schema=GOOD_SCHEMA)
+    expected = normalized_rows(GOOD_SCHEMA, offline.outputs)
+    assert offline.by_key == {key: [emit, emit] for key, emit in GOOD_EMITS.items()}
+    if streaming:
+        result = run_script_on_spark(spark, Emits, [Batch(GOOD_ITEMS)], input_schema=INPUT,
+                                     output_schema=GOOD_SCHEMA, host=host, buckets=buckets,
+                                     workdir=str(tmp_path))
+        rows = result.outputs
+    else:
+        out = sw.stateful(_frame(spark, GOOD_ITEMS), key="key", builder=Emits,
+                          output_schema=GOOD_SCHEMA, host=host, buckets=buckets)
+        rows = [(found[0], tuple(found[1:])) for found in out.collect()]
+    assert normalized_rows(GOOD_SCHEMA, rows) == expected

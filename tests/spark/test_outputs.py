@@ -2,12 +2,14 @@
 
 import dataclasses
 from datetime import datetime, timezone
+from decimal import Decimal
 
 import pytest
 from pyspark.sql import types as T
 
 from sparkwax.engine.outputs import OutputBuilder
 from sparkwax.errors import SchemaError
+from sparkwax.schema import parse_ddl
 
 SCHEMA = T.StructType([T.StructField("n", T.LongType(), False),
                        T.StructField("label", T.StringType())])
@@ -67,7 +69,20 @@ def test_one_field_schema_takes_scalars_tuples_and_dicts():
     assert caught.value.key == (2, "y")
 
 
-def test_ints_out_of_the_fields_range_are_refused_by_arrow_not_wrapped():
-    builder = OutputBuilder(["key"], T.StructType([T.StructField("n", T.IntegerType())]), "s")
-    frame = builder.frame_of([("a", ("a",), [2 ** 40])])
-    assert frame["n"].dtype == object and frame["n"].tolist() == [2 ** 40]
+@pytest.mark.parametrize("ddl, good, value, field, shown", [
+    ("n int", 1, 2 ** 40, "n", 2 ** 40),
+    ("n long", 1, 2 ** 70, "n", 2 ** 70),
+    ("n tinyint", 1, 300, "n", 300),
+    ("n decimal(10,2)", Decimal("1.5"), Decimal("123456789012.5"), "n",
+     Decimal("123456789012.5")),
+    ("n array<long>", [1], [1, "x"], "n[1]", "x"),
+])
+def test_out_of_range_emits_are_schema_errors_before_arrow_sees_them(ddl, good, value, field,
+                                                                      shown):
+    # they used to reach Arrow: an OverflowError or a conversion error naming no key
+    schema = T.StructType.fromJson(parse_ddl(ddl).json_value())
+    builder = OutputBuilder(["key"], schema, "s")
+    with pytest.raises(SchemaError) as caught:
+        builder.frame_of([("a", ("a",), [good]), ("b", ("b",), [good, value])])
+    error = caught.value
+    assert (error.step_id, error.key, error.field, error.value) == ("s", "b", field, shown)

@@ -13,7 +13,9 @@ import sparkwax as sw
 from sparkwax.testing import Batch, Crash, Eof, Runner, check_logic, run, run_bounded
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from cross_host import (BAD_TIMES, CASES, LockedAtEof, Tags, TimerOutsideSnapshot,  # noqa: E402
+from cross_host import Counted  # noqa: E402
+from cross_host import (BAD_EMITS, BAD_TIMES, CASES, GOOD_EMITS, GOOD_ITEMS,  # noqa: E402
+                        GOOD_SCHEMA, Emits, LockedAtEof, Tags, TimerOutsideSnapshot,
                         builder_holding_a_lock, row)
 
 BY_NAME = pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
@@ -116,3 +118,67 @@ def test_eof_after_a_restore_warns_of_lost_state_offline(restore):
         result = run(TimerOutsideSnapshot, script, restore=restore,
                      time=sw.EventTime("ts"))
     assert result.by_key == {"a": [1]}
+
+
+# --- output schemas: the Spark hosts' checker, offline (issue 21) ---
+
+EMIT_CASES = pytest.mark.parametrize("case", BAD_EMITS, ids=[case.name for case in BAD_EMITS])
+OFFLINE_HOSTS = {
+    "run": lambda case: run(Emits, [Batch(case.items())], output_schema=case.schema,
+                            step_id="emits"),
+    "run_on_crash": lambda case: run(Emits, [Batch(case.items())], output_schema=case.schema,
+                                     step_id="emits", restore="on_crash"),
+    "run_bounded": lambda case: run_bounded(Emits, case.items(), output_schema=case.schema,
+                                            step_id="emits"),
+    "Runner": lambda case: Runner(Emits, output_schema=case.schema,
+                                  step_id="emits").batch(case.items()),
+}
+
+
+@EMIT_CASES
+@pytest.mark.parametrize("host", sorted(OFFLINE_HOSTS))
+def test_a_bad_emit_is_the_same_schema_error_on_every_offline_host(case, host):
+    with pytest.raises(sw.SchemaError) as caught:
+        OFFLINE_HOSTS[host](case)
+    error = caught.value
+    assert (error.step_id, error.key, error.field, repr(error.value)) == (
+        "emits", "b", case.field, repr(case.value))
+    where = "output" if case.field is None else f"output field {case.field!r}"
+    assert str(error).startswith(f"step 'emits', key 'b', {where}: ")
+
+
+@EMIT_CASES
+def test_without_an_output_schema_offline_emits_are_not_checked(case):
+    result = run(Emits, [Batch(case.items())])
+    assert result.by_key["b"][-1] is case.bad
+
+
+def test_good_emits_of_every_type_pass_offline_as_they_are():
+    for result in (run(Emits, [Batch(GOOD_ITEMS)], output_schema=GOOD_SCHEMA),
+                   run_bounded(Emits, GOOD_ITEMS, output_schema=GOOD_SCHEMA)):
+        assert result.by_key == {key: [emit, emit] for key, emit in GOOD_EMITS.items()}
+
+
+def test_a_failing_activation_commits_nothing_offline():
+    # as on Spark, where the micro-batch fails and the checkpoint keeps the last commit
+    runner = Runner(Counted, output_schema="n tinyint", step_id="count")
+    runner.batch([("a", {})] * 127)
+    with pytest.raises(sw.SchemaError, match="out of range for tinyint"):
+        runner.batch([("a", {})])
+    assert runner.driver.decode("a", runner.blobs["a"]) == 127
+
+
+def test_check_logic_checks_emits_against_the_output_schema():
+    with pytest.raises(sw.SchemaError, match="output field 'n': does not fit string"):
+        check_logic(Counted, output_schema="n string", max_examples=5)
+    check_logic(Counted, output_schema="n long", max_examples=5)
+    with pytest.raises(sw.ConfigError, match="step 'check': output_schema: cannot parse"):
+        check_logic(Counted, output_schema="n lng", max_examples=5)
+
+
+def test_a_step_carries_its_output_schema_to_the_offline_runner():
+    step = sw.Step.of(Counted, step_id="count", output_schema="n tinyint")
+    with pytest.raises(sw.SchemaError, match="key 'a'"):
+        run(step, [Batch([("a", {})] * 128)])
+    with pytest.raises(sw.ConfigError, match="takes no step options"):
+        run(step, [], output_schema="n long")

@@ -31,7 +31,7 @@ PROGRAM = textwrap.dedent("""
     from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
     from sparkwax.testing.reference import Counter, SessionTracker, TransitionRecorder
     result = run(Counter, [Batch([("a", 1), ("b", 2), ("a", 3)]), Crash(), Batch([("a", 4)]),
-                           Eof()])
+                           Eof()], output_schema="n tinyint NOT NULL")
     bounded = run_bounded(Counter, [("a", 1), ("a", 2)])
     print(json.dumps({
         "by_key": result.by_key, "snapshots": result.snapshots,
@@ -40,6 +40,7 @@ PROGRAM = textwrap.dedent("""
         "hypothesis_loaded": sorted(m for m in sys.modules
                                     if m.split(".")[0] == "hypothesis"),
         "py4j_loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("py4j", "pyarrow")),
+        "numpy_loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "pandas")),
         "blocked_attempts": list(getattr(builtins, "_blocked_imports", [])),
         "check_logic": check_logic_outcome(),
         "pyspark_after_check_logic": sorted(m for m in sys.modules
@@ -76,6 +77,7 @@ def test_import_and_run_without_pyspark(tmp_path, block):
     assert out["pyspark_loaded"] == []
     assert out["hypothesis_loaded"] == []
     assert out["py4j_loaded"] == []
+    assert out["numpy_loaded"] == []  # the output checker (output_schema=) is pure Python
     assert out["blocked_attempts"] == []
     # check_logic needs hypothesis: a clear ImportError without it, and no pyspark with it
     assert out["check_logic"] == ("ImportError" if block else True)

@@ -54,6 +54,7 @@ STRICT_CORE = [
     "sparkwax.metrics",
     "sparkwax.paths",
     "sparkwax.recovery",
+    "sparkwax.schema",
     "sparkwax.sides",
     "sparkwax.step",
     "sparkwax.timers",

@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings
 
 from ...errors import SparkwaxError
 from ...step import Step
-from ..runner import RunResult, run
+from ..runner import RunResult, output_checker, run
 from ..script import Crash, describe
 from . import scripts as scripts_strategy
 
@@ -66,7 +66,8 @@ class LogicCheckFailed(AssertionError, SparkwaxError):
 def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False,
                 order_by=None, step_id: str = "check", max_examples: int = 100,
                 eof: bool = True, settings: Optional[hypothesis_settings] = None,
-                ttl=None, max_state_bytes: Optional[int] = None, sides=None) -> None:
+                ttl=None, max_state_bytes: Optional[int] = None, sides=None,
+                output_schema=None) -> None:
     """Property-test ``builder``'s logic on generated scripts; raise
     LogicCheckFailed with the shrunk script on the first broken property:
 
@@ -80,10 +81,14 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
 
     ``items`` is a strategy of ``(key, value)`` lists (see ``keyed_items`` and
     ``timestamped_items``); ``time``, ``batch``, ``order_by``, ``ttl``,
-    ``max_state_bytes`` and ``sides`` (a connected step's side names) as for run().
+    ``max_state_bytes``, ``sides`` (a connected step's side names) and
+    ``output_schema`` (every emit checked as on Spark: a ``SchemaError`` with
+    the shrunk script) as for run().
     """
     step = Step.of(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
-                   ttl=ttl, max_state_bytes=max_state_bytes, sides=sides)
+                   ttl=ttl, max_state_bytes=max_state_bytes, sides=sides,
+                   output_schema=output_schema)
+    output_checker(step)  # a bad schema fails here, not inside every example
     strategy = scripts_strategy(items=items, time=time, eof=eof)
     chosen = settings or hypothesis_settings(
         max_examples=max_examples, deadline=None, database=None,
