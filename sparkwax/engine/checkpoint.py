@@ -16,16 +16,16 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 from .. import recovery
 from .._driver import Driver, sorted_keys
-from ..errors import ConfigError, SnapshotError
+from ..errors import CheckpointError, ConfigError, SnapshotError
 from ..logic import Builder
 from ..step import Step
 from ..timers import TimeMode, from_epoch_ms
 from .bucket import Bucket
 from .columns import plain_key
+from .diagnose import check_logs, explained, read_steps
 from .outputs import OutputBuilder
 from .plan import _parse_schema, parse_ddl
 from .shipping import ship_function
-from .start import STEPS_FILE
 from .storage import filesystem_error, join_path, storage_for
 
 
@@ -46,12 +46,17 @@ class StateEntry:
 
 def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None):
     """The raw state rows of a sparkwax step (``key`` struct, ``value`` struct)."""
-    require_checkpoint(storage_for(spark), checkpoint)
+    store = storage_for(spark)
+    require_checkpoint(store, checkpoint)
+    check_logs(store, checkpoint, sorted(_recorded_steps(store, checkpoint)))
     reader = spark.read.format("statestore").option("operatorId", operator_id)
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
     try:
-        frame = reader.load(checkpoint)
+        with explained(spark, checkpoint, operator=operator_id):
+            frame = reader.load(checkpoint)
+    except CheckpointError:
+        raise
     except Exception as error:
         raise filesystem_error(checkpoint, error) or error
     value_fields = frame.schema["value"].dataType.fieldNames()
@@ -61,6 +66,14 @@ def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optio
     return frame
 
 
+def _recorded_steps(store, checkpoint: str) -> dict:
+    """The steps sw.start recorded in the checkpoint (none if it cannot tell)."""
+    try:
+        return (read_steps(store, checkpoint) or {}).get("steps", {})
+    except CheckpointError:  # a damaged steps file does not keep the state from being read
+        return {}
+
+
 def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
                  limit: Optional[int] = None, step_id: str = "state") -> List[StateEntry]:
     """Decoded state entries, largest first when limited (for ``state show``)."""
@@ -68,8 +81,9 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
 
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     if is_packed(frame):
-        entries = [e for e in packed_entries(frame, step_id)
-                   if key is None or key_matches(e.key, key)]
+        with explained(spark, checkpoint, operator=operator_id):
+            entries = [e for e in packed_entries(frame, step_id)
+                       if key is None or key_matches(e.key, key)]
         entries.sort(key=lambda e: -e.size)
         return entries[:limit] if limit is not None else entries
     frame = frame.select("key", F.col("value.groupState.snapshot").alias("snapshot"),
@@ -84,7 +98,9 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
     if limit is not None:
         frame = frame.limit(limit)
     entries = []
-    for row in frame.collect():
+    with explained(spark, checkpoint, operator=operator_id):
+        rows = frame.collect()
+    for row in rows:
         plain = plain_key(tuple(row["key"]), len(key_names) == 1)
         try:
             snapshot = recovery.decode(row["snapshot"], step_id=step_id, key=plain)
@@ -122,14 +138,16 @@ def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
 
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     if is_packed(frame):
-        entries = packed_entries(frame, "state")
+        with explained(spark, checkpoint, operator=operator_id):
+            entries = packed_entries(frame, "state")
         largest = max(entries, key=lambda e: e.size, default=None)
         return {"live_keys": len(entries), "total_bytes": sum(e.size for e in entries),
                 "largest_key": largest.key if largest else None,
                 "largest_bytes": largest.size if largest else 0}
     sized = frame.select("key", F.length("value.groupState.snapshot").alias("size"))
-    totals = sized.agg(F.count("*").alias("keys"), F.sum("size").alias("bytes")).collect()[0]
-    largest = sized.orderBy(F.col("size").desc()).limit(1).collect()
+    with explained(spark, checkpoint, operator=operator_id):
+        totals = sized.agg(F.count("*").alias("keys"), F.sum("size").alias("bytes")).collect()[0]
+        largest = sized.orderBy(F.col("size").desc()).limit(1).collect()
     key_names = frame.schema["key"].dataType.fieldNames()
     return {
         "live_keys": totals["keys"],
@@ -187,7 +205,8 @@ def _finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
     single = len(key_type.fields) == 1
     emitted = []
-    stored = {key: (blob, timer) for key, blob, timer, _ in packed_blobs(frame, step_id)}
+    with explained(spark, checkpoint):
+        stored = {key: (blob, timer) for key, blob, timer, _ in packed_blobs(frame, step_id)}
     for key in sorted_keys(list(stored)):
         blob, timer = stored[key]   # decoded strictly: a corrupt blob is a SnapshotError
         act = driver.activate(key, blob, (), now_ms, eof=True, committed_timer=timer)
@@ -201,8 +220,7 @@ def _finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key
 
 def _packed_key_type(spark, checkpoint, key_schema, step_id):
     if key_schema is None:
-        text = storage_for(spark).read_text(join_path(checkpoint, STEPS_FILE))
-        steps = json.loads(text).get("steps", {}) if text else {}
+        steps = (read_steps(storage_for(spark), checkpoint) or {}).get("steps", {})
         if len(steps) != 1:
             raise ConfigError(f"step {step_id!r}: finish on a packed step needs key_schema= "
                               "(e.g. \"user string\"); start the query with sparkwax.start() "

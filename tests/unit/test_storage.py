@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Every module that reads or writes next to a checkpoint or a sink.
 CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/start.py",
                       "sparkwax/engine/storage.py", "sparkwax/cli/state.py",
-                      "sparkwax/paths.py"]
+                      "sparkwax/paths.py", "sparkwax/engine/diagnose.py",
+                      "sparkwax/engine/query.py", "sparkwax/checkpoint_files.py"]
 
 
 @pytest.mark.parametrize("path, scheme", [
