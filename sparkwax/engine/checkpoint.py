@@ -23,6 +23,7 @@ from ..timers import TimeMode, from_epoch_ms
 from .bucket import Bucket
 from .columns import plain_key
 from .diagnose import check_logs, explained, read_steps
+from .session import max_snapshot_bytes
 from .outputs import OutputBuilder
 from .plan import _parse_schema, parse_ddl
 from .shipping import ship_function
@@ -86,9 +87,12 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
                        if key is None or key_matches(e.key, key)]
         entries.sort(key=lambda e: -e.size)
         return entries[:limit] if limit is not None else entries
-    frame = frame.select("key", F.col("value.groupState.snapshot").alias("snapshot"),
+    largest = max_snapshot_bytes(spark)  # a larger blob stays on the executors
+    blob, size = F.col("value.groupState.snapshot"), F.length("value.groupState.snapshot")
+    frame = frame.select("key", (blob if largest is None else F.when(size <= largest, blob))
+                         .alias("snapshot"),
                          F.col("value.groupState.timer").alias("timer"), "partition_id",
-                         F.length("value.groupState.snapshot").alias("size"))
+                         size.alias("size"))
     key_names = frame.schema["key"].dataType.fieldNames()
     if key is not None:  # typed, as key_matches: the key cast to the column's type
         first = frame.schema["key"].dataType[key_names[0]].dataType
@@ -103,6 +107,10 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
     for row in rows:
         plain = plain_key(tuple(row["key"]), len(key_names) == 1)
         try:
+            if row["snapshot"] is None:
+                raise SnapshotError(step_id, plain, "decode", reason=(
+                    f"not shown: {row['size']:,} bytes, over this session's "
+                    f"{largest or 0:,} (spark.sparkwax.maxSnapshotBytes)"))
             snapshot = recovery.decode(row["snapshot"], step_id=step_id, key=plain)
         except SnapshotError as error:
             snapshot = error
