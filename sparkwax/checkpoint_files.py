@@ -282,9 +282,9 @@ def state_message(checkpoint: str, step: Optional[str], operator: int, damaged: 
         more = [f"{short_path(checkpoint, path)} {problems[path]}" for path in damaged[1:]]
         named = what + "".join(f"; also {line}" for line in more)
         return (f"{whose}: Spark cannot load its state from checkpoint {checkpoint}: "
-                f"{named} (Spark: {spark_reason}).\n{ways_out(checkpoint)}")
-    return (f"{whose}: Spark cannot load its state from checkpoint {checkpoint} (Spark: "
-            f"{spark_reason}); its files under state/{operator}/ look sound to sparkwax, so "
+                f"{named} (Spark's last error: {spark_reason}).\n{ways_out(checkpoint)}")
+    return (f"{whose}: Spark cannot load its state from checkpoint {checkpoint} (Spark's last "
+            f"error: {spark_reason}); its files under state/{operator}/ look sound to sparkwax, so "
             f"the cause may be elsewhere (the state store provider, memory, permissions).\n"
             f"{ways_out(checkpoint)}")
 

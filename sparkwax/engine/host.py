@@ -79,13 +79,17 @@ def check_snapshot_size(step_id: str, key: Any, size: int, limit: Optional[int],
     if limit is None or size <= limit:
         return
     raise SnapshotError(step_id, key, "snapshot", reason=(
-        f"{what} is {size:,} bytes encoded ({size / 2**20:.1f} MB), over the "
-        f"{limit / 2**20:.1f} MB a state row may have on this Spark session "
+        f"{what} is {_size(size)} encoded, over the {_size(limit)} a state row may have on "
+        "this Spark session "
         "(spark.sparkwax.maxSnapshotBytes; by default a sixteenth of a task slot's share of "
         "the JVM heap, as Spark holds a row many times over while it moves it). Keep less "
         "per key (discard finished keys, cap lists, max_state_bytes=), give Spark more "
         "memory (spark.driver.memory for local[*], spark.executor.memory on a cluster), or "
         "raise spark.sparkwax.maxSnapshotBytes"))
+
+
+def _size(count: int) -> str:
+    return f"{count:,} bytes" if count < 1 << 20 else f"{count / 2**20:,.1f} MB ({count:,} bytes)"
 
 
 def arm(state, time: TimeMode, armed: int, now_ms: int) -> None:

@@ -126,7 +126,7 @@ class PackedHost:
             return
         blob, earliest = bucket.encode()
         if self.max_snapshot_bytes is not None and len(blob) > self.max_snapshot_bytes:
-            key, size = max(((k, len(b)) for k, b, _, _ in bucket.entries()),
+            key, size = max(((k, len(b)) for k, b, _, _ in Bucket.decode(blob).entries()),
                             key=lambda entry: entry[1])
             check_snapshot_size(self.driver.step_id, key, len(blob), self.max_snapshot_bytes,
                                 f"the bucket holding this key (its snapshot {size:,} bytes, "
