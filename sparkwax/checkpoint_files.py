@@ -284,9 +284,10 @@ def state_message(checkpoint: str, step: Optional[str], operator: int, damaged: 
         return (f"{whose}: Spark cannot load its state from checkpoint {checkpoint}: "
                 f"{named} (Spark's last error: {spark_reason}).\n{ways_out(checkpoint)}")
     return (f"{whose}: Spark cannot load its state from checkpoint {checkpoint} (Spark's last "
-            f"error: {spark_reason}); its files under state/{operator}/ look sound to sparkwax, so "
-            f"the cause may be elsewhere (the state store provider, memory, permissions).\n"
-            f"{ways_out(checkpoint)}")
+            f"error: {spark_reason}). sparkwax found no damaged file among those Spark reads "
+            f"under state/{operator}/, so the cause may be elsewhere: another query running on "
+            "the same checkpoint, memory, permissions. If the checkpoint is damaged after all: "
+            f"{ways_out(checkpoint)[0].lower()}{ways_out(checkpoint)[1:]}")
 
 
 def _steps_phrase(steps: Sequence[str]) -> str:

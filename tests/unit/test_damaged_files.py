@@ -176,3 +176,10 @@ def test_messages_name_the_file_and_the_ways_out():
                               "/data/ck: state/0/1/4.delta is cut short")
     assert ways_out("/data/ck") in message
     assert "sparkwax state clear /data/ck" in message and "restore the folder" in message
+
+
+def test_a_state_failure_without_a_damaged_file_says_so():
+    message = state_message("/data/ck", None, 2, [], {}, "[CANNOT_LOAD_STATE_STORE.X] boom")
+    assert message.startswith("stateful operator 2: Spark cannot load its state")
+    assert "no damaged file" in message and "another query running" in message
+    assert "If the checkpoint is damaged after all: two ways out:" in message
