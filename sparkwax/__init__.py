@@ -10,11 +10,12 @@ The Spark entry points (``stateful``, ``stateful_batch``, ``connect``, ``join``,
 without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 """
 
-from .errors import (BuilderError, CallbackError, ConfigError, InputError, LogicError,
-                     LostStateWarning, NotifyAtError, ReturnValueError, SchemaError,
+from .errors import (BuilderError, CallbackError, CheckpointError, ConfigError, InputError,
+                     LogicError, LostStateWarning, NotifyAtError, ReturnValueError, SchemaError,
                      SnapshotError, SparkwaxError)
 from .clock import Clock, current_clock, now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
+from .rebuild import task_errors
 from .step import Step
 from .timers import EventTime, ProcessingTime
 
@@ -33,10 +34,10 @@ if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time
                          value_fields as value_fields, value_struct as value_struct)
 
 __all__ = [  # a list display (sorted below) so that type checkers read it
-    "Builder", "BuilderError", "CallbackError", "Clock", "ConfigError", "DISCARD", "EventTime",
+    "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", "Step", "current_clock", "now", *_ENGINE_NAMES, *_FRAME_NAMES,
+    "StatefulLogic", "Step", "current_clock", "now", "task_errors", *_ENGINE_NAMES, *_FRAME_NAMES,
 ]
 __all__.sort()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pickle
 import reprlib
-from typing import Callable, Dict, Optional, Tuple, Type, TypeVar
+from typing import Callable, Dict, Optional, Sequence, Tuple, Type, TypeVar
 
 _short = reprlib.Repr()
 _short.maxstring = 120
@@ -119,6 +119,32 @@ class SchemaError(LogicError):
 
 class ConfigError(SparkwaxError):
     """A bad argument to a sparkwax function (time mode, order_by, schema...)."""
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint that cannot be read: a damaged file in it (a steps file,
+    a commit or offset log entry, a state store file). The message names the
+    file and the ways out. Attributes: ``checkpoint``, ``path`` (the damaged
+    file, or None when it could not be pinned down), ``step_id`` (the step
+    whose state it is, or None) and ``files`` (every damaged file found)."""
+
+    def __init__(self, message: str, *, checkpoint: str, path: Optional[str] = None,
+                 step_id: Optional[str] = None, files: Sequence[str] = ()) -> None:
+        self.checkpoint = checkpoint
+        self.path = path
+        self.step_id = step_id
+        self.files = list(files) or ([path] if path else [])
+        super().__init__(message)
+
+    def __reduce__(self) -> Tuple[Callable[..., CheckpointError], Tuple[object, ...]]:
+        return (_checkpoint_error, (str(self), self.checkpoint, self.path, self.step_id,
+                                    tuple(self.files)))
+
+
+def _checkpoint_error(message: str, checkpoint: str, path: Optional[str],
+                      step_id: Optional[str], files: Sequence[str]) -> CheckpointError:
+    return CheckpointError(message, checkpoint=checkpoint, path=path, step_id=step_id,
+                           files=files)
 
 
 class LostStateWarning(UserWarning):

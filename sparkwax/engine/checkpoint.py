@@ -16,11 +16,15 @@ from datetime import datetime
 from typing import Any, Iterator, List, Optional, Tuple
 
 from .. import recovery
-from ..errors import ConfigError, SnapshotError
+from ..errors import CheckpointError, ConfigError, SnapshotError
 from ..timers import from_epoch_ms
 from .bucket import Bucket
 from .columns import plain_key
+from .diagnose import check_logs, explained, read_steps
+from .session import max_snapshot_bytes
 from .storage import filesystem_error, join_path, storage_for
+
+
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,17 @@ class StateEntry:
 
 def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None):
     """The raw state rows of a sparkwax step (``key`` struct, ``value`` struct)."""
-    require_checkpoint(storage_for(spark), checkpoint)
+    store = storage_for(spark)
+    require_checkpoint(store, checkpoint)
+    check_logs(store, checkpoint, sorted(_recorded_steps(store, checkpoint)))
     reader = spark.read.format("statestore").option("operatorId", operator_id)
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
     try:
-        frame = reader.load(checkpoint)
+        with explained(spark, checkpoint, operator=operator_id):
+            frame = reader.load(checkpoint)
+    except CheckpointError:
+        raise
     except Exception as error:
         raise filesystem_error(checkpoint, error) or error
     value_fields = frame.schema["value"].dataType.fieldNames()
@@ -51,6 +60,14 @@ def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optio
     return frame
 
 
+def _recorded_steps(store, checkpoint: str) -> dict:
+    """The steps sw.start recorded in the checkpoint (none if it cannot tell)."""
+    try:
+        return (read_steps(store, checkpoint) or {}).get("steps", {})
+    except CheckpointError:  # a damaged steps file does not keep the state from being read
+        return {}
+
+
 def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
                  limit: Optional[int] = None, step_id: str = "state") -> List[StateEntry]:
     """Decoded state entries, largest first when limited (for ``state show``)."""
@@ -58,13 +75,17 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
 
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     if is_packed(frame):
-        entries = [e for e in packed_entries(frame, step_id)
-                   if key is None or key_matches(e.key, key)]
+        with explained(spark, checkpoint, operator=operator_id):
+            entries = [e for e in packed_entries(frame, step_id)
+                       if key is None or key_matches(e.key, key)]
         entries.sort(key=lambda e: -e.size)
         return entries[:limit] if limit is not None else entries
-    frame = frame.select("key", F.col("value.groupState.snapshot").alias("snapshot"),
+    largest = max_snapshot_bytes(spark)  # a larger blob stays on the executors
+    blob, size = F.col("value.groupState.snapshot"), F.length("value.groupState.snapshot")
+    frame = frame.select("key", (blob if largest is None else F.when(size <= largest, blob))
+                         .alias("snapshot"),
                          F.col("value.groupState.timer").alias("timer"), "partition_id",
-                         F.length("value.groupState.snapshot").alias("size"))
+                         size.alias("size"))
     key_names = frame.schema["key"].dataType.fieldNames()
     if key is not None:  # typed, as key_matches: the key cast to the column's type
         first = frame.schema["key"].dataType[key_names[0]].dataType
@@ -74,9 +95,15 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
     if limit is not None:
         frame = frame.limit(limit)
     entries = []
-    for row in frame.collect():
+    with explained(spark, checkpoint, operator=operator_id):
+        rows = frame.collect()
+    for row in rows:
         plain = plain_key(tuple(row["key"]), len(key_names) == 1)
         try:
+            if row["snapshot"] is None:
+                raise SnapshotError(step_id, plain, "decode", reason=(
+                    f"not shown: {row['size']:,} bytes, over this session's "
+                    f"{largest or 0:,} (spark.sparkwax.maxSnapshotBytes)"))
             snapshot = recovery.decode(row["snapshot"], step_id=step_id, key=plain)
         except SnapshotError as error:
             snapshot = error
@@ -112,14 +139,16 @@ def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
 
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     if is_packed(frame):
-        entries = packed_entries(frame, "state")
+        with explained(spark, checkpoint, operator=operator_id):
+            entries = packed_entries(frame, "state")
         largest = max(entries, key=lambda e: e.size, default=None)
         return {"live_keys": len(entries), "total_bytes": sum(e.size for e in entries),
                 "largest_key": largest.key if largest else None,
                 "largest_bytes": largest.size if largest else 0}
     sized = frame.select("key", F.length("value.groupState.snapshot").alias("size"))
-    totals = sized.agg(F.count("*").alias("keys"), F.sum("size").alias("bytes")).collect()[0]
-    largest = sized.orderBy(F.col("size").desc()).limit(1).collect()
+    with explained(spark, checkpoint, operator=operator_id):
+        totals = sized.agg(F.count("*").alias("keys"), F.sum("size").alias("bytes")).collect()[0]
+        largest = sized.orderBy(F.col("size").desc()).limit(1).collect()
     key_names = frame.schema["key"].dataType.fieldNames()
     return {
         "live_keys": totals["keys"],

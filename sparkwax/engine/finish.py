@@ -7,7 +7,6 @@ the driver (its state rows are buckets).
 
 from __future__ import annotations
 
-import json
 import time as wall_clock
 from typing import Any, Iterator, List, Optional
 
@@ -19,12 +18,12 @@ from ..logic import Builder
 from ..step import Step
 from ..timers import TimeMode
 from .checkpoint import active_session, is_packed, last_watermark_ms, packed_blobs, state_frame
+from .diagnose import explained, read_steps
 from .columns import plain_key
 from .outputs import OutputBuilder
 from .plan import parse_ddl, parse_schema
 from .shipping import ship_function
-from .start import STEPS_FILE
-from .storage import join_path, storage_for
+from .storage import storage_for
 
 _BLOB = "__sw_snapshot"
 _TIMER = "__sw_timer"
@@ -40,7 +39,8 @@ def finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key_
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
     single = len(key_type.fields) == 1
     emitted = []
-    stored = {key: (blob, timer) for key, blob, timer, _ in packed_blobs(frame, step_id)}
+    with explained(spark, checkpoint):
+        stored = {key: (blob, timer) for key, blob, timer, _ in packed_blobs(frame, step_id)}
     for key in sorted_keys(list(stored)):
         blob, timer = stored[key]   # decoded strictly: a corrupt blob is a SnapshotError
         act = driver.activate(key, blob, (), now_ms, eof=True, committed_timer=timer)
@@ -54,8 +54,7 @@ def finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key_
 
 def _packed_key_type(spark, checkpoint, key_schema, step_id):
     if key_schema is None:
-        text = storage_for(spark).read_text(join_path(checkpoint, STEPS_FILE))
-        steps = json.loads(text).get("steps", {}) if text else {}
+        steps = (read_steps(storage_for(spark), checkpoint) or {}).get("steps", {})
         if len(steps) != 1:
             raise ConfigError(f"step {step_id!r}: finish on a packed step needs key_schema= "
                               "(e.g. \"user string\"); start the query with sparkwax.start() "

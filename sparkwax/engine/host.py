@@ -13,6 +13,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 import pandas as pd
 
 from .._driver import Driver
+from ..errors import SnapshotError
 from ..timers import TimeMode
 from .columns import InputLayout, group_frame, plain_key, read_group
 from .outputs import OutputBuilder
@@ -30,12 +31,13 @@ class StreamingHost:
     the activation's counts as a metrics row (see ``OutputBuilder``)."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 timeout_conf: str, single_key: bool):
+                 timeout_conf: str, single_key: bool, max_snapshot_bytes: Optional[int] = None):
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
         self.timeout_conf = timeout_conf  # Spark's GroupStateTimeout name
         self.single_key = single_key
+        self.max_snapshot_bytes = max_snapshot_bytes  # see session.max_snapshot_bytes
 
     def __call__(self, key_values: Tuple, frames: Iterator[pd.DataFrame], state
                  ) -> Iterator[pd.DataFrame]:
@@ -57,6 +59,7 @@ class StreamingHost:
         if act.state is None:
             state.remove()
         else:
+            check_snapshot_size(self.driver.step_id, key, len(act.state), self.max_snapshot_bytes)
             # update() clears the timeout, so arm it after every update.
             state.update((act.state, act.timer))
             if act.armed is not None and self.timeout_conf != NO_TIMEOUT:
@@ -66,6 +69,27 @@ class StreamingHost:
             yield self.outputs.frame(key, key_values, act.emits, counts)
         elif counts is not None:
             yield self.outputs.metrics_frame(key_values, counts)
+
+
+def check_snapshot_size(step_id: str, key: Any, size: int, limit: Optional[int],
+                        what: str = "the snapshot") -> None:
+    """A ``SnapshotError`` naming the key and the size when a state row is
+    larger than Spark can move and hold here (before Spark runs out of memory,
+    which ends a local session)."""
+    if limit is None or size <= limit:
+        return
+    raise SnapshotError(step_id, key, "snapshot", reason=(
+        f"{what} is {_size(size)} encoded, over the {_size(limit)} a state row may have on "
+        "this Spark session "
+        "(spark.sparkwax.maxSnapshotBytes; by default a sixteenth of a task slot's share of "
+        "the JVM heap, as Spark holds a row many times over while it moves it). Keep less "
+        "per key (discard finished keys, cap lists, max_state_bytes=), give Spark more "
+        "memory (spark.driver.memory for local[*], spark.executor.memory on a cluster), or "
+        "raise spark.sparkwax.maxSnapshotBytes"))
+
+
+def _size(count: int) -> str:
+    return f"{count:,} bytes" if count < 1 << 20 else f"{count / 2**20:,.1f} MB ({count:,} bytes)"
 
 
 def arm(state, time: TimeMode, armed: int, now_ms: int) -> None:

@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..metrics import StepMetrics
 from .bucket import Bucket
 from .columns import InputLayout, group_frame, read_group
-from .host import NO_TIMEOUT, arm
+from .host import NO_TIMEOUT, arm, check_snapshot_size
 from .outputs import OutputBuilder
 
 BUCKET_COLUMN = "__sw_bucket"
@@ -60,7 +60,9 @@ class PackedHost:
     """The applyInPandasWithState function of a packed step (one bucket per call)."""
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
-                 timeout_conf: str, key_names: Sequence[str], buckets: int):
+                 timeout_conf: str, key_names: Sequence[str], buckets: int,
+                 max_snapshot_bytes: Optional[int] = None):
+        self.max_snapshot_bytes = max_snapshot_bytes  # a bucket row's limit
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
@@ -123,6 +125,12 @@ class PackedHost:
             state.remove()
             return
         blob, earliest = bucket.encode()
+        if self.max_snapshot_bytes is not None and len(blob) > self.max_snapshot_bytes:
+            key, size = max(((k, len(b)) for k, b, _, _ in Bucket.decode(blob).entries()),
+                            key=lambda entry: entry[1])
+            check_snapshot_size(self.driver.step_id, key, len(blob), self.max_snapshot_bytes,
+                                f"the bucket holding this key (its snapshot {size:,} bytes, "
+                                f"{len(bucket)} keys in all)")
         state.update((blob, self.buckets))
         if earliest is not None and self.timeout_conf != NO_TIMEOUT:
             arm(state, self.driver.time, earliest, now_ms)

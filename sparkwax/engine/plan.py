@@ -24,6 +24,7 @@ from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
 from .host import NO_TIMEOUT, BoundedHost, StreamingHost
 from .outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
+from .session import max_snapshot_bytes
 from .shipping import ship_function
 from .start import STEP_METADATA
 from .storage import is_connect
@@ -137,7 +138,8 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
             function = PackedBoundedHost(driver, layout, outputs, keys)
             return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
                 _as_function(function, spark), schema=out_schema)
-        function = PackedHost(driver, layout, outputs, timeout, keys, buckets)
+        function = PackedHost(driver, layout, outputs, timeout, keys, buckets,
+                              max_snapshot_bytes(spark))
         grouped = _input_counted(projected, step_id).select("*", bucket).groupBy(BUCKET_COLUMN)
         return _streaming_step(grouped, _as_function(function, spark), out_schema,
                                PACKED_STATE_SCHEMA, timeout, step_id, _step_description(
@@ -147,7 +149,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         function = BoundedHost(driver, layout, outputs, single)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
-    function = StreamingHost(driver, layout, outputs, timeout, single)
+    function = StreamingHost(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
     grouped = _input_counted(projected, step_id).groupBy(*grouped_on)
     return _streaming_step(grouped, _as_function(function, spark), out_schema, STATE_SCHEMA,
                            timeout, step_id, _step_description(

@@ -4,6 +4,15 @@
 >>> spark.conf.get("spark.sql.shuffle.partitions")           # doctest: +SKIP
 '2'
 
+Memory: a new local session's driver (where ``local[N]`` runs every task and
+the whole state store) gets a quarter of this machine's memory, between 1 GB
+(Spark's own default) and 8 GB, unless ``spark.driver.memory`` is set
+(``conf={"spark.driver.memory": "12g"}``, spark-submit's ``--driver-memory``,
+``$SPARK_DRIVER_MEMORY`` or spark-defaults.conf); the choice is logged on the
+``sparkwax`` logger and readable as ``spark.conf.get("spark.driver.memory")``.
+A snapshot too large for that memory fails its step with a ``SnapshotError``
+naming the key and the size (``max_snapshot_bytes``).
+
 Configs frozen into a checkpoint (keep them when restarting a query on the
 same checkpoint): ``spark.sql.shuffle.partitions`` (the number of state
 partitions), ``spark.sql.streaming.stateStore.providerClass`` (the state
@@ -13,13 +22,21 @@ state row) and the output schema of the step.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sys
 from typing import Dict, Optional
 
 from ..errors import ConfigError
 
 _HADOOP_PREFIX = "spark.hadoop."
+_LOG = logging.getLogger("sparkwax")
+DRIVER_MEMORY = "spark.driver.memory"
+MEMORY_SHARE, MIN_MEMORY, MAX_MEMORY = 0.25, 1 << 30, 8 << 30
+MAX_SNAPSHOT_CONF = "spark.sparkwax.maxSnapshotBytes"
+SNAPSHOT_SHARE = 16  # a snapshot in flight holds ~12x its size of JVM heap (Arrow, rows, store)
+_MIN_SNAPSHOT_LIMIT, _MAX_SNAPSHOT_LIMIT = 8 << 20, 1 << 30
 STATE_STORES = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
@@ -32,7 +49,10 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
                   remote: Optional[str] = None):
     """Get or create a SparkSession: ``shuffle.partitions`` = cores (Spark's
     200 costs ~20 s per micro-batch on 2 cores), UI off, Arrow on, UTC session
-    time zone, workers on this interpreter, quiet logs. ``state_store`` is
+    time zone, workers on this interpreter, quiet logs, and (for a new local
+    session, unless set) driver memory sized from the machine: a quarter of
+    its memory, 1 to 8 GB (``conf={"spark.driver.memory": "12g"}`` to
+    change it). ``state_store`` is
     ``"hdfs"`` (Spark's default) or ``"rocksdb"`` (with changelog
     checkpointing). ``conf`` entries win over these defaults.
 
@@ -79,6 +99,10 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     if state_store is not None:
         settings.update(_store_settings(state_store))
     settings.update(conf or {})
+    if submitted is None and (master or "").startswith("local"):
+        sized = _sized_driver_memory(settings)
+        if sized is not None:
+            settings[DRIVER_MEMORY] = sized
     builder = SparkSession.builder
     if submitted is None or "spark.app.name" not in submitted:
         builder = builder.appName(app_name)
@@ -92,6 +116,115 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
             spark.conf.set(name[len(_HADOOP_PREFIX):], value)
     spark.sparkContext.setLogLevel(log_level)
     return spark
+
+
+def machine_memory_bytes() -> Optional[int]:
+    """This machine's memory, or its container's limit when smaller (cgroups)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        total = 0
+    for limit_file in ("/sys/fs/cgroup/memory.max",
+                       "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(limit_file) as handle:
+                text = handle.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < (total or 1 << 62):
+            total = int(text)
+    return total or None
+
+
+def driver_memory_for(total: Optional[int]) -> str:
+    """The driver memory for a machine of ``total`` bytes: a quarter of it,
+    between 1 GB and 8 GB, in MB (Spark's ``"<n>m"``).
+
+    >>> driver_memory_for(23 << 30), driver_memory_for(2 << 30), driver_memory_for(None)
+    ('5888m', '1024m', '1024m')
+    >>> driver_memory_for(64 << 30)
+    '8192m'
+    """
+    wanted = int((total or 0) * MEMORY_SHARE)
+    return f"{max(MIN_MEMORY, min(MAX_MEMORY, wanted)) >> 20}m"
+
+
+def _sized_driver_memory(settings: Dict[str, str]) -> Optional[str]:
+    """Driver memory for a new local session, or None where the user set it
+    (or a JVM already runs: its memory is fixed)."""
+    from pyspark import SparkContext
+
+    if DRIVER_MEMORY in settings or os.environ.get("SPARK_DRIVER_MEMORY") \
+            or "--driver-memory" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") \
+            or SparkContext._active_spark_context is not None or _in_spark_defaults():
+        return None
+    total = machine_memory_bytes()
+    sized = driver_memory_for(total)
+    _LOG.info("sparkwax: driver memory %s (a quarter of this machine's %.1f GB, 1 to 8 GB); "
+              "set it with local_session(conf={'spark.driver.memory': '12g'})", sized,
+              (total or 0) / (1 << 30))
+    return sized
+
+
+def _in_spark_defaults() -> bool:
+    """Whether spark-defaults.conf (which Spark reads at launch) sets driver memory."""
+    folder = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None)
+    if not folder:
+        return False
+    try:
+        with open(os.path.join(folder, "spark-defaults.conf")) as handle:
+            return any(line.split()[:1] == [DRIVER_MEMORY] for line in handle)
+    except OSError:
+        return False
+
+
+def parse_bytes(text: str) -> int:
+    """Spark's size strings in bytes.
+
+    >>> parse_bytes("1g"), parse_bytes("512m"), parse_bytes("64k"), parse_bytes("1000")
+    (1073741824, 536870912, 65536, 1000)
+    """
+    found = re.fullmatch(r"\s*(\d+)\s*([kmgtp]?)b?\s*", str(text).lower())
+    if not found:
+        raise ConfigError(f"not a size: {text!r} (e.g. '64m', '1g' or a number of bytes)")
+    return int(found.group(1)) << (10 * " kmgtp".index(found.group(2) or " "))
+
+
+def max_snapshot_bytes(spark) -> Optional[int]:
+    """The largest encoded snapshot (or packed bucket) a step may store on
+    ``spark``: ``spark.sparkwax.maxSnapshotBytes`` when set (``0`` for no
+    limit), else a sixteenth of a task's share of the JVM heap that runs it
+    (the driver's for a local master, else ``spark.executor.memory`` over
+    ``spark.executor.cores``), between 8 MB and 1 GB. A snapshot holds about
+    twelve times its size of heap while Spark moves it (Arrow batches, rows,
+    the state store), and one larger than the heap kills a local session."""
+    def conf(name: str) -> str:
+        try:
+            return spark.conf.get(name, "") or ""
+        except Exception:  # a Connect server that hides a static conf
+            return ""
+
+    configured = conf(MAX_SNAPSHOT_CONF)
+    if configured:
+        limit = parse_bytes(configured)
+        return limit or None
+    master = conf("spark.master")
+    if master.startswith("local"):
+        heap = _jvm_heap(spark) or parse_bytes(conf(DRIVER_MEMORY) or "1g")
+        slots = _local_cores(master) or os.cpu_count() or 1
+    else:
+        heap = parse_bytes(conf("spark.executor.memory") or "1g")
+        cores = conf("spark.executor.cores")
+        slots = int(cores) if cores.isdigit() and int(cores) > 0 else 1
+    return max(_MIN_SNAPSHOT_LIMIT, min(_MAX_SNAPSHOT_LIMIT, heap // (SNAPSHOT_SHARE * slots)))
+
+
+def _jvm_heap(spark) -> Optional[int]:
+    try:
+        return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
+    except Exception:  # Spark Connect: no JVM here
+        return None
 
 
 def connect_session(remote: str, *, app_name: str = "sparkwax",

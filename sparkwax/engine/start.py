@@ -16,13 +16,15 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Dict, List, Optional
 
+from ..checkpoint_files import STEPS_FILE
 from ..errors import ConfigError
+from .diagnose import check_logs, read_steps
 from .progress import follow, stop_on_signals
+from .query import Query
 from .replay import keep_batch_plan
 from .storage import join_path, storage_for
 
 STEP_METADATA = "sparkwax.step"
-STEPS_FILE = "sparkwax-steps.json"
 _FROZEN_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass")
 
 
@@ -39,14 +41,16 @@ def step_descriptions(frame) -> List[Dict[str, Any]]:
 def check_checkpoint(store, checkpoint: str, steps: List[Dict[str, Any]],
                      confs: Dict[str, str]) -> None:
     """Compare with what the checkpoint was started with; record it the first
-    time. ``store`` is the session's storage (``storage_for(spark)``)."""
+    time. ``store`` is the session's storage (``storage_for(spark)``). A
+    damaged steps file, offset or commit log is a ``CheckpointError`` naming
+    the file (the steps file is never overwritten)."""
     path = join_path(checkpoint, STEPS_FILE)
     current = {"steps": {s["step_id"]: s for s in steps}, "confs": confs}
-    text = store.read_text(path)
-    if not text:
+    saved = read_steps(store, checkpoint)
+    check_logs(store, checkpoint, sorted(s["step_id"] for s in steps))
+    if saved is None:
         store.write_text(path, json.dumps(current, indent=2, sort_keys=True))
         return
-    saved = json.loads(text)
     changes = describe_changes(saved, current)
     if changes:
         raise ConfigError(
@@ -93,6 +97,13 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     (``sparkwax.engine.progress.follow``). With ``stop_on_signal`` (default), Ctrl-C
     or SIGTERM stops the query between micro-batches, with one line saying so
     (when called from the main thread).
+
+    Returns a ``sparkwax.engine.query.Query``: Spark's ``StreamingQuery``
+    (``.spark_query``) whose ``awaitTermination()``,
+    ``processAllAvailable()`` and ``exception()`` give a sparkwax error
+    raised in a task as the same class (``except sw.SchemaError`` works) and
+    a damaged checkpoint as a ``CheckpointError`` naming the file, with
+    Spark's exception as the ``__cause__``.
     """
     steps = step_descriptions(frame)
     spark = frame.sparkSession
@@ -120,4 +131,4 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
         follow(query)
     if stop_on_signal:
         stop_on_signals(query)
-    return query
+    return Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})

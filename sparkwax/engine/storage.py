@@ -59,6 +59,7 @@ class FileEntry:
     path: str
     modified_ms: int
     is_dir: bool
+    size: int = -1  # bytes (-1 for a folder)
 
 
 def missing_filesystem_hint(scheme: str) -> str:
@@ -121,9 +122,10 @@ class HadoopStorage:
         for status in fs.listStatus(hadoop_path):
             name = status.getPath().getName()
             if not name.startswith((".", "_")):
+                directory = bool(status.isDirectory())
                 found.append(FileEntry(name, status.getPath().toString(),
-                                       int(status.getModificationTime()),
-                                       bool(status.isDirectory())))
+                                       int(status.getModificationTime()), directory,
+                                       -1 if directory else int(status.getLen())))
         return sorted(found, key=lambda entry: entry.name)
 
     def read_bytes(self, path: str) -> Optional[bytes]:
@@ -181,7 +183,8 @@ class SparkStorage:
 
         try:
             frame = self._spark.read.format("binaryFile").load(path)
-            columns = [F.col("path"), F.unix_millis("modificationTime").alias("modified")]
+            columns = [F.col("path"), F.unix_millis("modificationTime").alias("modified"),
+                       F.col("length")]
             return frame.select(*columns, *(["content"] if content else [])).collect()
         except AnalysisException as error:
             if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
@@ -197,7 +200,7 @@ class SparkStorage:
         """The visible files of folder ``path`` (Spark lists files, not folders)."""
         rows = self._rows(path) or []
         found = [FileEntry(row["path"].rstrip("/").rsplit("/", 1)[-1], row["path"],
-                           int(row["modified"]), False) for row in rows]
+                           int(row["modified"]), False, int(row["length"])) for row in rows]
         return sorted(found, key=lambda entry: entry.name)
 
     def read_bytes(self, path: str) -> Optional[bytes]:

@@ -33,6 +33,7 @@ from ..engine.plan import stateful, stateful_batch
 from ..engine.storage import join_path
 from ..errors import ConfigError
 from ..metrics import StepMetrics, by_batch
+from ..rebuild import task_errors
 from .runner import RunResult
 from .script import Batch, Crash, Eof, Tick
 
@@ -81,13 +82,15 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
                 _write_batch(source, files, key, step.items)
                 files += 1
             elif isinstance(step, Crash):
-                query.processAllAvailable()
+                with task_errors():  # a sparkwax error from a task as itself
+                    query.processAllAvailable()
                 batches.update(by_batch(query.recentProgress))
                 query.stop()
                 query = start()
             elif isinstance(step, (Tick, Eof)):
                 continue  # Spark runs no-data batches itself; Eof needs finish()
-        query.processAllAvailable()
+        with task_errors():
+            query.processAllAvailable()
         batches.update(by_batch(query.recentProgress))
     finally:
         query.stop()

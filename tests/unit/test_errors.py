@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 import sparkwax
-from sparkwax import (RETAIN, BuilderError, CallbackError, ConfigError, EventTime, InputError, SchemaError,
+from sparkwax import (RETAIN, BuilderError, CallbackError, CheckpointError, ConfigError, EventTime, InputError, SchemaError,
                       LogicError, NotifyAtError, ReturnValueError, SnapshotError, SparkwaxError,
                       StatefulLogic)
 from sparkwax._driver import Driver
@@ -304,12 +304,13 @@ def test_every_error_derives_from_sparkwax_error():
         assert issubclass(cls, LogicError)
     for cls in (LogicError, ConfigError):
         assert issubclass(cls, SparkwaxError)
+    assert issubclass(CheckpointError, ConfigError)  # a damaged checkpoint, see errors.py
     assert not issubclass(ConfigError, LogicError)
     assert issubclass(SparkwaxError, Exception)
     exported = {getattr(sparkwax, name) for name in sparkwax.__all__
                 if name.endswith("Error")}
-    assert exported == {BuilderError, CallbackError, ConfigError, InputError, LogicError,
-                        NotifyAtError, ReturnValueError, SchemaError, SnapshotError,
+    assert exported == {BuilderError, CallbackError, CheckpointError, ConfigError, InputError,
+                        LogicError, NotifyAtError, ReturnValueError, SchemaError, SnapshotError,
                         SparkwaxError}
 
 

@@ -12,12 +12,13 @@ import pytest
 
 PUBLIC = {
     "sparkwax": [
-        "Builder", "BuilderError", "CallbackError", "Clock", "ConfigError", "DISCARD",
+        "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError",
+        "DISCARD",
         "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
         "ProcessingTime", "RETAIN", "ReturnValueError", "SchemaError", "SnapshotError",
         "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "connect",
         "current_clock", "finish", "follow", "join", "local_session", "now", "split_late",
-        "start", "stateful", "stateful_batch", "value_fields", "value_struct",
+        "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
     ],
     "sparkwax.operators": [
         "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",

@@ -16,7 +16,8 @@ CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/finish.p
                       "sparkwax/engine/storage.py", "sparkwax/cli/state.py",
                       "sparkwax/paths.py", "sparkwax/engine/replay.py",
                       "sparkwax/batchlog.py", "sparkwax/testing/replay.py",
-                      "sparkwax/cli/replay.py"]
+                      "sparkwax/cli/replay.py", "sparkwax/engine/diagnose.py",
+                      "sparkwax/engine/query.py", "sparkwax/checkpoint_files.py"]
 
 
 @pytest.mark.parametrize("path, scheme", [

@@ -1,0 +1,69 @@
+"""What ``sw.start`` returns: Spark's streaming query, with sparkwax's errors.
+
+``Query`` passes every attribute and method to Spark's ``StreamingQuery``
+(``query.spark_query``), except the three that hand back the query's
+failure: ``awaitTermination()``, ``processAllAvailable()`` and
+``exception()``. A sparkwax error raised in a task (a ``CallbackError``
+from ``on_item``, a ``SchemaError`` for an emit) comes back as the same
+sparkwax class, and a damaged checkpoint as a ``CheckpointError`` naming the
+step, the file and the ways out; Spark's exception is their ``__cause__``.
+
+>>> query = sw.start(counts, checkpoint="/data/ck", path="/data/out")   # doctest: +SKIP
+>>> try:                                                                # doctest: +SKIP
+...     query.awaitTermination()
+... except sw.CallbackError as error:
+...     print(error.step_id, error.key, error.callback)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from .diagnose import explained
+
+
+class Query:
+    """Spark's ``StreamingQuery`` whose failures arrive as sparkwax errors."""
+
+    def __init__(self, spark_query, spark, checkpoint: str,
+                 steps: Optional[Dict[str, Dict[str, Any]]] = None):
+        self.spark_query = spark_query
+        self._spark = spark
+        self._checkpoint = checkpoint
+        self._steps = steps
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.spark_query, name)
+
+    def _explained(self):
+        return explained(self._spark, self._checkpoint, steps=self._steps)
+
+    def awaitTermination(self, timeout: Optional[float] = None) -> Optional[bool]:
+        """Spark's ``awaitTermination``; a failure as its sparkwax error."""
+        with self._explained():
+            if timeout is None:
+                return self.spark_query.awaitTermination()
+            return self.spark_query.awaitTermination(timeout)
+
+    def processAllAvailable(self) -> None:
+        """Spark's ``processAllAvailable``; a failure as its sparkwax error."""
+        with self._explained():
+            self.spark_query.processAllAvailable()
+
+    def exception(self) -> Optional[BaseException]:
+        """The error that stopped the query (the sparkwax error when there is
+        one, Spark's exception as its ``__cause__``), or None."""
+        error = self.spark_query.exception()
+        if error is None:
+            return None
+        try:
+            with self._explained():
+                raise error
+        except Exception as translated:
+            return translated
+
+    def __repr__(self) -> str:
+        return f"<sparkwax Query {self.spark_query!r}>"
+
+
+__all__ = ["Query"]
