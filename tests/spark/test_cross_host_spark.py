@@ -222,11 +222,13 @@ def test_a_bad_emit_is_the_offline_schema_error_on_spark_bounded(spark, case, ho
 @HOSTS
 def test_a_bad_emit_is_the_offline_schema_error_on_spark_streaming(spark, tmp_path, case, host,
                                                                    buckets):
-    with pytest.raises(Exception) as caught:
+    # the harness waits with sw.task_errors: the task's SchemaError comes back as itself
+    with pytest.raises(sw.SchemaError) as caught:
         run_script_on_spark(spark, Emits, [Batch(case.items())], input_schema=INPUT,
                             output_schema=case.schema, step_id="emits", host=host,
                             buckets=buckets, workdir=str(tmp_path))
-    _same_error_as_offline(case, str(caught.value))
+    assert caught.value.__cause__ is not None  # Spark's exception, kept as the cause
+    _same_error_as_offline(case, f"SchemaError: {caught.value}")
 
 
 @HOSTS
