@@ -5,7 +5,7 @@ checker every host runs.
 types sparkwax supports; ``struct_of`` also takes a pyspark ``StructType``
 (read through its ``jsonValue()``, so this module never imports pyspark).
 ``OutputSchema`` checks emits against a schema: the offline runner calls
-``check`` after each activation, the Spark hosts call ``ok``/``raise_first``
+``check`` after each activation, the Spark hosts call ``columns``, ``column_ok`` and ``raise_first``
 column by column as they build their output frames, so both raise the same
 ``SchemaError`` (step, key, field path and the offending value).
 
