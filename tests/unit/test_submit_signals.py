@@ -18,6 +18,8 @@ import pytest
 CHILD = textwrap.dedent("""
     import os, signal, sys, time
     log, mode = open(sys.argv[1], "a", buffering=1), sys.argv[2]
+    with open(sys.argv[1] + ".pid", "w") as pid_file:  # the test stops it by its id
+        pid_file.write(str(os.getpid()))
     ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     term = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     log.write(f"start ignored={ignored} term_default={term} "
@@ -41,6 +43,20 @@ CHILD = textwrap.dedent("""
 
 LAUNCHER = ("import os, sys; from sparkwax.cli.submit import run_stoppable; "
             "sys.exit(run_stoppable(sys.argv[1:], dict(os.environ)))")
+
+
+@pytest.fixture(autouse=True)
+def _no_child_left(tmp_path: Path):
+    """The child runs in its own session (as spark-submit does), out of reach
+    of the launcher's group: after each test, stop it by its own id if a
+    failed test left it running."""
+    yield
+    pid_file = tmp_path / "child.log.pid"
+    if pid_file.exists():
+        try:
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _launch(tmp_path: Path, mode: str):
