@@ -127,19 +127,6 @@ class TimerOutsideSnapshot(sw.StatefulLogic):
         return self.count
 
 
-class Counted(sw.StatefulLogic):
-    """Counts a key's values (a small retained state for the state tools)."""
-
-    def __init__(self, resume=None):
-        self.n = resume or 0
-
-    def on_item(self, value):
-        self.n += 1
-        return [self.n], sw.RETAIN
-
-    def snapshot(self):
-        return self.n
-
 
 # --- output schemas (issue 21): the one checker on every host ---
 #

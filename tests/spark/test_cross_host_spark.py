@@ -12,6 +12,7 @@ from pyspark import cloudpickle
 
 import sparkwax as sw
 from sparkwax.testing import Batch, run
+from sparkwax.testing.reference import Counter
 from sparkwax.testing.spark import run_script_on_spark
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
@@ -106,7 +107,7 @@ def test_an_unpicklable_snapshot_fails_bounded_mode_on_spark(spark, host, bucket
 def _int_keyed_checkpoint(spark, tmp_path, host, buckets):
     script = [Batch([(7, {"ts": None, "seq": 1, "tag": "x"}),
                      (8, {"ts": None, "seq": 2, "tag": "y"})])]
-    run_script_on_spark(spark, cross_host.Counted, script, input_schema=INT_INPUT,
+    run_script_on_spark(spark, Counter, script, input_schema=INT_INPUT,
                         output_schema="n long", host=host, buckets=buckets,
                         workdir=str(tmp_path))
     return str(tmp_path / "checkpoint")

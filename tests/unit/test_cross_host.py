@@ -13,7 +13,7 @@ import sparkwax as sw
 from sparkwax.testing import Batch, Crash, Eof, Runner, check_logic, run, run_bounded
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from cross_host import Counted  # noqa: E402
+from sparkwax.testing.reference import Counter as Counted  # noqa: E402
 from cross_host import (BAD_EMITS, BAD_TIMES, CASES, GOOD_EMITS, GOOD_ITEMS,  # noqa: E402
                         GOOD_SCHEMA, Emits, LockedAtEof, Tags, TimerOutsideSnapshot,
                         builder_holding_a_lock, row)
