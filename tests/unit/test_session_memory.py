@@ -55,8 +55,13 @@ class FakeSpark:
 def builder(monkeypatch):
     from pyspark.sql import SparkSession
 
+    from pyspark import SparkContext
+
     fake = FakeBuilder()
     monkeypatch.setattr(SparkSession, "builder", fake, raising=False)
+    # the suite's Spark tests run first in one process: their JVM would make
+    # every session here an "already running" one
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
     for name in ("SPARK_DRIVER_MEMORY", "PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_HOME",
                  "PYSPARK_GATEWAY_PORT", "SPARK_REMOTE"):
         monkeypatch.delenv(name, raising=False)
