@@ -16,7 +16,7 @@ MODULES = [
     "sparkwax.operators.windows.out", "sparkwax.cli.demo.options", "sparkwax.clock",
     "sparkwax.metrics", "sparkwax.cli.demo.hosts", "sparkwax.step", "sparkwax.sides",
     "sparkwax.builders", "sparkwax.expiry", "sparkwax.limits", "sparkwax.batchlog",
-    "sparkwax.testing.replay", "sparkwax.cli.replay", "sparkwax.engine.replay",
+    "sparkwax.testing.replay", "sparkwax.cli.replay", "sparkwax.engine.replay", "sparkwax.schema",
 ]
 
 

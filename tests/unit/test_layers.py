@@ -36,7 +36,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sparkwax"
 ROOT = PACKAGE.name
 
 SUBPACKAGE_LAYERS = {"engine": "engine", "operators": "operators", "testing": "testing",
-                     "cli": "cli"}
+                     "cli": "cli", "schema": "core"}
 ROOT_MODULE_LAYERS = {"frames": "surface"}  # the DataFrame-level operators: engine + operators
 MAY_IMPORT = {
     "core": {"core"},
