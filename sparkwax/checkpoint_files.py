@@ -106,12 +106,9 @@ def log_problem(data: Optional[bytes]) -> Optional[str]:
     then JSON lines; a source's offset may also be a bare number), or None."""
     if data is None:
         return "is missing"
-    if not data.strip():
-        return "is empty"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return f"is garbled: not UTF-8 text (byte {error.start})"
+    text, problem = _text_of(data)
+    if problem:
+        return problem
     lines = text.split("\n")
     if not re.fullmatch(r"v\d+", lines[0].strip()):
         return f"is garbled: its first line is {lines[0][:20]!r}, not a version such as 'v1'"
@@ -125,14 +122,21 @@ def metadata_problem(data: Optional[bytes]) -> Optional[str]:
     """What is wrong with the checkpoint's ``metadata`` file (the query id), or None."""
     if data is None:
         return None  # a checkpoint without metadata is Spark's business
-    if not data.strip():
-        return "is empty"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return f"is garbled: not UTF-8 text (byte {error.start})"
+    text, problem = _text_of(data)
+    if problem:
+        return problem
     return _json_lines_problem([(number, line) for number, line in enumerate(text.split("\n"), 1)
                                 if line.strip()])
+
+
+def _text_of(data: bytes) -> Tuple[str, Optional[str]]:
+    """A log file's text, or what makes it unreadable ("is empty", "is garbled")."""
+    if not data.strip():
+        return "", "is empty"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as error:
+        return "", f"is garbled: not UTF-8 text (byte {error.start})"
 
 
 def _json_lines_problem(entries: Iterable[Tuple[int, str]]) -> Optional[str]:
