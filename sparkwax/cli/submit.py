@@ -26,7 +26,11 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..errors import SparkwaxError
+from ..failure import FILE_ENV, VERBOSE_ENV
 
 USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] "
          "[-- SPARK-SUBMIT ARGS...]")
@@ -86,6 +90,15 @@ def _own_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ship", choices=["auto", "true", "false"], default=None,
                         help="ship the sparkwax zip: auto (default: unless the master is "
                              "local), true, or false (sparkwax is installed on the cluster)")
+    parser.add_argument("--no-ship-app", action="store_true", default=None,
+                        help="do not look for the app's own modules nor ship them (they "
+                             "are installed on the cluster)")
+    parser.add_argument("--spark-log-level", metavar="LEVEL", default=None,
+                        help="Spark's log level from the driver's start (default WARN; "
+                             "INFO for all of Spark's lines)")
+    parser.add_argument("--verbose", action="store_true", default=None,
+                        help="on failure, print the full Python and Spark trace before "
+                             "sparkwax's short block (also SPARKWAX_VERBOSE=1)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command and exit without running it")
 
@@ -163,9 +176,13 @@ def _conf_value(args: List[str], key: str) -> Optional[str]:
 def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optional[str] = None,
                   python: Optional[str] = None, ship: Optional[str] = None,
                   app_args: Sequence[str] = (), spark_args: Sequence[str] = (),
-                  home: Optional[str] = None) -> Tuple[List[str], Dict[str, str]]:
-    """The spark-submit command and the environment variables it sets."""
-    from ..engine import shipping
+                  home: Optional[str] = None, app_zip: Optional[str] = None,
+                  log_level: Optional[str] = None,
+                  verbose: bool = False) -> Tuple[List[str], Dict[str, str]]:
+    """The spark-submit command and the environment variables it sets
+    (``app_zip``: the app's own modules, after the sparkwax zip in
+    ``--py-files``; ``log_level``: Spark's, default WARN)."""
+    from ..engine import logs, shipping
 
     home = home or spark_home()
     spark_args = list(spark_args)
@@ -181,6 +198,8 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
     do_ship = setting == "true" or (setting == "auto"
                                     and not shipping.is_local_master(master_shown))
     files = [f for f in (py_files or "").split(",") if f]
+    if app_zip is not None:
+        files.insert(0, app_zip)
     if do_ship:
         files.insert(0, shipping.build_zip())
     command = [spark_submit_path(home)]
@@ -190,6 +209,8 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
         command += ["--py-files", ",".join(files)]
     if ship is not None:
         command += ["--conf", f"{shipping.CONF_KEY}={ship}"]
+    level = logs.spark_log_level(log_level)
+    command += ["--conf", f"{logs.CONF_KEY}={logs.java_option(level, verbose)}"]
     command += spark_args
     command.append(app)
     command += list(app_args)
@@ -199,6 +220,7 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
         "SPARK_HOME": home,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYSPARK_PYTHON": python or sys.executable,
+        logs.ENV_KEY: level,
     }
     return command, env
 
@@ -220,13 +242,51 @@ def run(args: argparse.Namespace) -> int:
     if "://" not in args.app and not os.path.isfile(args.app):  # local:// hdfs:// s3a:// ...
         print(f"sparkwax submit: no such app file: {args.app}", file=sys.stderr)
         return 2
-    command, env = build_command(
-        args.app, master=pick("master"), checkpoint=pick("checkpoint"), python=pick("python"),
-        ship=pick("ship"), app_args=app_args, spark_args=spark_args)
+    app_zip: Optional[str] = None
+    if "://" not in args.app and not pick("no_ship_app"):
+        from ..engine.app_modules import build_app_zip, find_app_modules
+
+        found = find_app_modules(args.app)
+        if found.unresolved:  # before spark-submit: nothing started yet
+            for problem in found.unresolved:
+                print(f"sparkwax submit: {problem.describe(os.getcwd())}", file=sys.stderr)
+            return 2
+        if found.files:
+            app_zip = build_app_zip(found)
+            print(found.summary(), file=sys.stderr, flush=True)
+    try:
+        command, env = build_command(
+            args.app, master=pick("master"), checkpoint=pick("checkpoint"),
+            python=pick("python"), ship=pick("ship"), app_args=app_args,
+            spark_args=spark_args, app_zip=app_zip, log_level=pick("spark_log_level"),
+            verbose=bool(pick("verbose")))
+    except SparkwaxError as error:
+        print(f"sparkwax submit: {error}", file=sys.stderr)
+        return 2
     print(format_command(command, env), file=sys.stderr, flush=True)
     if own.dry_run or getattr(args, "dry_run", False):
         return 0
-    return run_stoppable(command, {**os.environ, **env})
+    if pick("verbose"):
+        env[VERBOSE_ENV] = "1"  # the app's hook prints Python's traceback too
+    return run_with_failure_block(command, {**os.environ, **env})
+
+
+def run_with_failure_block(command: Sequence[str], env: Dict[str, str]) -> int:
+    """``run_stoppable``, then, if the app failed and left its short block
+    (``sparkwax.failure``: the app's hook writes it to
+    ``$SPARKWAX_FAILURE_FILE``), that block, as the last lines on stderr:
+    after everything the JVM logs while it shuts down."""
+    handle, path = tempfile.mkstemp(prefix="sparkwax-failure-", suffix=".txt")
+    os.close(handle)
+    try:
+        code = run_stoppable(command, {**env, FILE_ENV: path})
+        with open(path, encoding="utf-8", errors="replace") as block:
+            text = block.read().strip()
+        if code != 0 and text:
+            print(text, file=sys.stderr, flush=True)
+        return code
+    finally:
+        os.unlink(path)
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
