@@ -264,16 +264,17 @@ def _imports(tree: ast.AST):
             return
         if isinstance(node, ast.Try):
             guarded = optional or any(_catches_import_error(h) for h in node.handlers)
-            for child in node.body:
-                yield from walk(child, guarded)
-            for child in node.handlers + node.orelse + node.finalbody:
-                yield from walk(child, optional)
+            for statement in node.body:
+                yield from walk(statement, guarded)
+            rest: List[ast.AST] = [*node.handlers, *node.orelse, *node.finalbody]
+            for other in rest:
+                yield from walk(other, optional)
             return
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.body:
-                yield from walk(child, True)
-            for child in node.orelse:
-                yield from walk(child, optional)
+            for statement in node.body:
+                yield from walk(statement, True)
+            for statement in node.orelse:
+                yield from walk(statement, optional)
             return
         for child in ast.iter_child_nodes(node):
             yield from walk(child, optional)
