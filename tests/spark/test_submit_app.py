@@ -29,7 +29,7 @@ def submit(args, cwd: Path, tmp_path: Path) -> subprocess.CompletedProcess:
                           start_new_session=True)
 
 
-def test_a_sibling_module_reaches_a_local_cluster_without_py_files(tmp_path):
+def write_readings(tmp_path: Path) -> Path:
     folder = tmp_path / "readings"
     folder.mkdir()
     for batch, rows in enumerate([[("s1", 1.0), ("s2", 5.0), ("s1", 2.0)],
@@ -38,6 +38,14 @@ def test_a_sibling_module_reaches_a_local_cluster_without_py_files(tmp_path):
         path.write_text("".join(json.dumps({"sensor": s, "seq": batch * 10 + i, "value": v})
                                 + "\n" for i, (s, v) in enumerate(rows)))
         os.utime(path, (1_600_000_000 + batch,) * 2)
+    return folder
+
+
+STREAKS = [["s1", 1, 1], ["s1", 1, 3], ["s1", 2, 2], ["s1", 3, 3], ["s2", 1, 1], ["s2", 1, 1]]
+
+
+def test_a_sibling_module_reaches_a_local_cluster_without_py_files(tmp_path):
+    folder = write_readings(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     done = submit([str(LOGIC_APP), "--master", "local-cluster[1,1,1024]",
@@ -50,9 +58,24 @@ def test_a_sibling_module_reaches_a_local_cluster_without_py_files(tmp_path):
     origins = json.loads(done.stdout.split("origins ", 1)[1].splitlines()[0])
     assert "/app-modules-" in origins["streaks"] and ".zip/streaks.py" in origins["streaks"]
     rows = json.loads(done.stdout.split("rows ", 1)[1].splitlines()[0])
-    assert rows == [["s1", 1, 1], ["s1", 1, 3], ["s1", 2, 2], ["s1", 3, 3],
-                    ["s2", 1, 1], ["s2", 1, 1]]
+    assert rows == STREAKS
     assert " INFO " not in done.stderr  # Spark's logs at WARN from the JVM's start
+
+
+def test_plain_python_ships_the_sibling_module_too(tmp_path):
+    """``python app/app.py`` from another folder: local[*]'s workers start in
+    that folder, where ``streaks`` is not; the engine ships it."""
+    folder = write_readings(tmp_path)
+    env = {**os.environ, "SPARKWAX_SHIP_DIR": str(tmp_path / "ship")}
+    done = subprocess.run([sys.executable, str(LOGIC_APP), "--input", str(folder),
+                           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"),
+                           "--where"], cwd=str(tmp_path), env=env, capture_output=True, text=True,
+                          timeout=600, start_new_session=True)
+    assert done.returncode == 0, done.stderr[-5000:]
+    origins = json.loads(done.stdout.split("origins ", 1)[1].splitlines()[0])
+    assert "/app-modules-" in origins["streaks"] and ".zip/streaks.py" in origins["streaks"]
+    assert json.loads(done.stdout.split("rows ", 1)[1].splitlines()[0]) == STREAKS
+    assert " INFO " not in done.stderr
 
 
 FAILING_APP = textwrap.dedent('''
