@@ -4,8 +4,10 @@ A thin wrapper: it finds ``bin/spark-submit`` inside the installed pyspark
 package, sets ``SPARK_HOME`` to that package, ``PYSPARK_DRIVER_PYTHON`` and
 ``PYSPARK_PYTHON`` to this interpreter (``--python`` changes the executors'
 one), adds the sparkwax zip to ``--py-files`` when the master is not local,
-prints the exact command (to stderr) and runs it. Its exit code is
-spark-submit's. Ctrl-C and SIGTERM stop the app between micro-batches
+ships the app's own modules (``sparkwax.engine.app_modules``), starts
+Spark's logs at WARN (``sparkwax.engine.logs``), prints the exact command
+(to stderr) and runs it, and prints a failed app's short block last
+(``sparkwax.failure``). Its exit code is spark-submit's. Ctrl-C and SIGTERM stop the app between micro-batches
 (``run_stoppable``).
 
     sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] [-- SPARK-SUBMIT ARGS...]
@@ -57,9 +59,13 @@ def submit_command(parser: argparse.ArgumentParser):
 
     Sets SPARK_HOME to the pyspark package, PYSPARK_DRIVER_PYTHON and
     PYSPARK_PYTHON to this interpreter (--python changes the executors' one),
-    adds the sparkwax zip to --py-files unless the master is local, prints the
-    exact spark-submit command to stderr and runs it; the exit code is
-    spark-submit's. Ctrl-C or SIGTERM asks the app to stop after the current
+    adds the sparkwax zip to --py-files unless the master is local, and the
+    app's own modules (those it imports from its folder or project; an
+    import found nowhere is an error before spark-submit starts), starts
+    Spark's logs at WARN (--spark-log-level INFO for all), prints the exact
+    spark-submit command to stderr and runs it; the exit code is
+    spark-submit's. A failed app ends with one short block (the sparkwax
+    error, where it ran, what to do; --verbose for the full trace). Ctrl-C or SIGTERM asks the app to stop after the current
     micro-batch (a second one stops it at once). Arguments after APP.py that are not submit's own options
     go to the app; --checkpoint DIR goes to the app as --checkpoint DIR (the
     convention for sparkwax apps); everything after -- goes to spark-submit
@@ -177,8 +183,8 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
                   python: Optional[str] = None, ship: Optional[str] = None,
                   app_args: Sequence[str] = (), spark_args: Sequence[str] = (),
                   home: Optional[str] = None, app_zip: Optional[str] = None,
-                  log_level: Optional[str] = None,
-                  verbose: bool = False) -> Tuple[List[str], Dict[str, str]]:
+                  log_level: Optional[str] = None, verbose: bool = False,
+                  ship_app: bool = True) -> Tuple[List[str], Dict[str, str]]:
     """The spark-submit command and the environment variables it sets
     (``app_zip``: the app's own modules, after the sparkwax zip in
     ``--py-files``; ``log_level``: Spark's, default WARN)."""
@@ -209,6 +215,10 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
         command += ["--py-files", ",".join(files)]
     if ship is not None:
         command += ["--conf", f"{shipping.CONF_KEY}={ship}"]
+    if not ship_app:  # nor the engine, for the app's own modules
+        from ..engine.app_modules import CONF_KEY as SHIP_APP
+
+        command += ["--conf", f"{SHIP_APP}=false"]
     level = logs.spark_log_level(log_level)
     command += ["--conf", f"{logs.CONF_KEY}={logs.java_option(level, verbose)}"]
     command += spark_args
@@ -259,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
             args.app, master=pick("master"), checkpoint=pick("checkpoint"),
             python=pick("python"), ship=pick("ship"), app_args=app_args,
             spark_args=spark_args, app_zip=app_zip, log_level=pick("spark_log_level"),
-            verbose=bool(pick("verbose")))
+            verbose=bool(pick("verbose")), ship_app=not pick("no_ship_app"))
     except SparkwaxError as error:
         print(f"sparkwax submit: {error}", file=sys.stderr)
         return 2

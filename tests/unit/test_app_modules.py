@@ -131,6 +131,7 @@ def test_no_ship_app_skips_the_search(tmp_path, capsys):
     assert submit.main(["--dry-run", str(root / "app" / "app.py"), "--no-ship-app"]) == 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "app-modules-" not in lines[0]
+    assert "--conf spark.sparkwax.shipApp=false" in lines[0]  # the engine ships nothing either
 
 
 def test_submit_sets_spark_logs_at_warn_without_traces_and_info_on_request(capsys, tmp_path):
