@@ -60,6 +60,7 @@ _TODO = (
     (ConfigError, "change the setting the message names"),
     (SparkwaxError, "see the message"),
 )
+_MORE_LINES = 8  # of a multi-line message (a checkpoint's changes and ways out)
 _hooked = False
 
 
@@ -91,11 +92,16 @@ def failure_block(error: BaseException, *, where: Optional[str] = None,
                          f"callback {found.callback}")
         elif getattr(found, "step_id", None):
             lines.append(f"  step {getattr(found, 'step_id')!r}")
-        message = " ".join(str(found).split("\n", 1)[0].split())
+        first, _, more = str(found).partition("\n")
+        message = " ".join(first.split())
         callback = getattr(found, "callback", None)
         if isinstance(found, LogicError) and callback and f", {callback}: " in message:
             message = message.split(f", {callback}: ", 1)[1]  # step and key are above
         lines.append(f"  message: {message}")
+        extra = [line.rstrip() for line in more.splitlines() if line.strip()]
+        lines += [f"    {line.strip()}" for line in extra[:_MORE_LINES]]  # e.g. the ways out
+        if len(extra) > _MORE_LINES:
+            lines.append(f"    ... ({len(extra) - _MORE_LINES} more lines: --verbose)")
         todo = next(text for cls, text in _TODO if isinstance(found, cls))
         todo = todo.format(callback=getattr(found, "callback", None) or "the callback")
     lines += [f"  where: {shown_where}", f"  to do: {todo}",
@@ -115,7 +121,8 @@ def install_hook() -> None:
     def hook(kind: Type[BaseException], value: BaseException,
              trace: Optional[TracebackType]) -> None:
         try:
-            block = failure_block(value)
+            where = None if _spark_cause(value) is not None else _app_frame(trace)
+            block = failure_block(value, where=where)
         except Exception:  # never hide the real error behind our own
             block = None
         if block is None:
@@ -134,6 +141,18 @@ def install_hook() -> None:
         print(block, file=sys.stderr, flush=True)
 
     sys.excepthook = hook
+
+
+def _app_frame(trace: Optional[TracebackType]) -> Optional[str]:
+    """``the driver, at FILE:LINE``: the last frame of the app's own code
+    (not sparkwax's, pyspark's nor py4j's), or None."""
+    found = None
+    for frame, line in traceback.walk_tb(trace):
+        path = frame.f_code.co_filename
+        if not any(part in path for part in (f"{os.sep}sparkwax{os.sep}", "pyspark", "py4j",
+                                              "<frozen")):
+            found = f"the driver, at {path}:{line}"
+    return found
 
 
 def _sparkwax_error(error: BaseException) -> Optional[SparkwaxError]:

@@ -57,6 +57,11 @@ def test_the_batch_comes_from_the_error_or_spark_text():
 def test_a_driver_side_error_and_a_foreign_task_error():
     block = failure_block(ConfigError("start needs path= for the 'parquet' sink"))
     assert "  where: the driver" in block and "ConfigError" in block
+    changed = ConfigError("checkpoint /ck was written by a different query:\n  - step 'a' was "
+                          "added\nRestore the old settings, or start over")
+    assert failure_block(changed).splitlines()[1:4] == [
+        "  message: checkpoint /ck was written by a different query:",
+        "    - step 'a' was added", "    Restore the old settings, or start over"]
     missing = QUERY.replace(WORKER.split("\n")[-2], "ModuleNotFoundError: No module named 'fraud'")
     block = failure_block(StreamingQueryException(missing)).splitlines()
     assert block[:2] == ["sparkwax: the app failed: ModuleNotFoundError",
@@ -74,13 +79,15 @@ APP = textwrap.dedent("""
 
     StreamingQueryException.__module__ = "pyspark.errors.exceptions.captured"
     install_hook()
+    if {driver!r}:
+        raise sparkwax.ConfigError("a bad setting")
     raise StreamingQueryException({text!r})
 """)
 
 
-def run_app(tmp_path, env):
+def run_app(tmp_path, env, driver=False):
     script = tmp_path / "app.py"
-    script.write_text(APP.format(text=QUERY))
+    script.write_text(APP.format(text=QUERY, driver=driver))
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), **env})
 
@@ -95,6 +102,12 @@ def test_the_hook_prints_only_the_block_or_hands_it_to_submit(tmp_path):
     verbose = run_app(tmp_path, {**env, VERBOSE_ENV: "1"})
     assert "Traceback" in verbose.stderr and "Logical Plan" in verbose.stderr
     assert verbose.stderr.rstrip().endswith("SPARKWAX_VERBOSE=1)")  # the block comes last
+
+    driver = run_app(tmp_path, env, driver=True).stderr.splitlines()
+    assert driver[0] == "sparkwax: the app failed: ConfigError"
+    line = (tmp_path / "app.py").read_text().splitlines().index(
+        '    raise sparkwax.ConfigError("a bad setting")') + 1
+    assert f"  where: the driver, at {tmp_path / 'app.py'}:{line}" in driver
 
     handed = tmp_path / "block.txt"
     done = run_app(tmp_path, {**env, FILE_ENV: str(handed)})
