@@ -7,8 +7,8 @@ one), adds the sparkwax zip to ``--py-files`` when the master is not local,
 ships the app's own modules (``sparkwax.engine.app_modules``), starts
 Spark's logs at WARN (``sparkwax.engine.logs``), prints the exact command
 (to stderr) and runs it, and prints a failed app's short block last
-(``sparkwax.failure``). Its exit code is spark-submit's. Ctrl-C and SIGTERM stop the app between micro-batches
-(``run_stoppable``).
+(``sparkwax.failure``). Its exit code is spark-submit's. Ctrl-C and SIGTERM
+stop the app between micro-batches (``run_stoppable``).
 
     sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] [-- SPARK-SUBMIT ARGS...]
 
@@ -65,9 +65,10 @@ def submit_command(parser: argparse.ArgumentParser):
     Spark's logs at WARN (--spark-log-level INFO for all), prints the exact
     spark-submit command to stderr and runs it; the exit code is
     spark-submit's. A failed app ends with one short block (the sparkwax
-    error, where it ran, what to do; --verbose for the full trace). Ctrl-C or SIGTERM asks the app to stop after the current
-    micro-batch (a second one stops it at once). Arguments after APP.py that are not submit's own options
-    go to the app; --checkpoint DIR goes to the app as --checkpoint DIR (the
+    error, where it ran, what to do; --verbose for the full trace). Ctrl-C
+    or SIGTERM asks the app to stop after the current micro-batch (a second
+    one stops it at once). Arguments after APP.py that are not submit's own
+    options go to the app; --checkpoint DIR goes to the app as --checkpoint DIR (the
     convention for sparkwax apps); everything after -- goes to spark-submit
     (a --py-files there is merged with the sparkwax zip).
     """
@@ -375,7 +376,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 __all__ = ["build_command", "configure", "format_command", "main", "run", "run_stoppable",
-           "split_rest", "submit_command"]
+           "run_with_failure_block", "split_rest", "submit_command"]
 
 
 if __name__ == "__main__":
