@@ -48,7 +48,7 @@ def split_by_key(frame, key_names: Sequence[str], layout: InputLayout):
     rows: Optional[np.ndarray] = None
     firsts = ends - counts
     if len(codes) > 1 and bool((codes[1:] < codes[:-1]).any()):
-        rows = np.argsort(codes, kind="stable")
+        rows = _stable_order(codes, len(counts))
         firsts = rows[firsts]
     values, times, order = read_group(frame, layout, rows)
     key_lists = [frame[name].iloc[firsts].tolist() for name in key_names]
@@ -62,6 +62,19 @@ def split_by_key(frame, key_names: Sequence[str], layout: InputLayout):
 def _needed(key_names: Sequence[str], layout: InputLayout) -> List[str]:
     event = [layout.event_column] if layout.event_column is not None else []
     return [*key_names, *layout.sources, *event, *layout.order_by]
+
+
+def _stable_order(codes: np.ndarray, count: int) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")`` for codes in ``[0, count)``: numpy
+    radix-sorts 16-bit values (O(n), ~6x its timsort of int64), so the codes
+    are sorted 16 bits at a time, low half first (LSD: each pass is stable)."""
+    if count <= 1 << 16:
+        return np.argsort(codes.astype(np.uint16), kind="stable")
+    low = np.argsort((codes & 0xFFFF).astype(np.uint16), kind="stable")
+    if count <= 1 << 32:
+        high = (codes[low] >> 16).astype(np.uint16)
+        return low[np.argsort(high, kind="stable")]
+    return np.argsort(codes, kind="stable")
 
 
 def _key_codes(frame: pd.DataFrame, key_names: Sequence[str]) -> np.ndarray:
@@ -100,7 +113,7 @@ class PackedHost:
         woken = [key for key in bucket.due(now_ms) if key not in runs]
         no_times: Optional[list] = [] if self.layout.event_column is not None else None
         emitted = []
-        counts = StepMetrics()
+        rows = late = fired = created = discarded = emits = callback_us = 0
         key_values: Tuple = ()
         for key in sorted_keys(list(runs) + woken):
             key_values, values, times, order = (runs.get(key)
@@ -114,7 +127,15 @@ class PackedHost:
                            act.armed if self.timeout_conf != NO_TIMEOUT else None)
             if act.emits:
                 emitted.append((key, key_values, act.emits))
-            counts += act.metrics()
+            # act.metrics(), summed as plain ints (a StepMetrics per key costs more)
+            rows += act.rows
+            late += act.late
+            fired += act.fired
+            created += act.created
+            discarded += act.discarded
+            emits += len(act.emits)
+            callback_us += act.callback_us
+        counts = StepMetrics(rows, late, fired, created, discarded, emits, callback_us)
         self._commit(state, bucket, now_ms)
         if emitted:
             yield self.outputs.frame_of(emitted, counts)
