@@ -1,7 +1,8 @@
 """sparkwax on Spark: per-key and packed hosts vs bare AIPWS, groupBy().count(), Bytewax.
 
     python benchmarks/spark_engine.py [--rows N] [--cases 100/100 10000/10000 ...]
-        [--repeat R] [--variants ...] [--state-store hdfs|rocksdb] [--quick]
+        [--repeat R] [--variants ...] [--state-store hdfs|rocksdb] [--pad BYTES]
+        [--quick] [--sparse]
 
 Setup: ``sparkwax.local_session("local[2]")`` (2 shuffle partitions, HDFS
 state store unless --state-store rocksdb). A case ``T/N`` is (keys touched per micro-batch / keys total),
@@ -34,6 +35,21 @@ Variants (each stateful one keeps a running count per key):
 * ``sw-packed-per-item`` the same ``Count`` with ``host="packed"``.
 * ``groupBy.count`` streaming ``groupBy(key).count()`` in update mode (the
                    JVM's own stateful aggregation; no Python).
+* ``tws``          transformWithStateInPandas (Spark 4's stateful API, the
+                   peer a Spark user picks instead): a ValueState ``n long``
+                   per key, one 1-row frame out per key; always on the
+                   RocksDB state store (TWS needs it; the query's own conf).
+* ``*-timer``      ``bare-timer``, ``sparkwax-timer``, ``sw-packed-timer``,
+                   ``tws-timer``: the same counts over ``withWatermark("ts",
+                   "1 hour")``, each key also (re-)arming an event-time timer
+                   one day past its latest event (``t``, epoch ms; rounds are a
+                   minute apart, so no timer fires): bare with
+                   ``EventTimeTimeout`` + ``setTimeoutTimestamp``; sparkwax
+                   with ``time=EventTime("ts")`` and a ``notify_at``; TWS with
+                   ``timeMode="EventTime"``, the due time kept in the
+                   ValueState (one deleteTimer + one registerTimer per key).
+                   Spark's no-data batches are off (the watermark would add a
+                   second batch per file).
 * ``bytewax``      Bytewax 0.21.1 (``run_main``, one worker, in this process)
                    running the same ``Count`` class (``op.stateful``) over the
                    same items as round 0's micro-batch (key as str); its
@@ -44,9 +60,13 @@ Per-key variants are skipped when N > --max-per-key-total (default 100k):
 creating N per-key state rows costs ~0.6 ms each on an idle machine (1M
 keys: ~10 min per variant), and 1M per-key rows need --state-store rocksdb.
 
-Ratios are on the best batch time: ``variant / bare``. Goals (issues):
-sparkwax per-key <= 1.15 x bare; packed >= 10x faster than bare at 10k keys
-per batch, within 5x of groupBy().count(), faster than Bytewax.
+Ratios are on the best batch (wall, and CPU of the JVM + Python workers):
+``variant / bare``, ``/ groupBy.count``, ``/ tws`` (a -timer variant's bare
+and tws are the -timer ones). Goals (issue 24): per-key <= 1.10 x bare CPU
+(1.15 with timers), packed <= 1.0 x bare at 100 keys and <= 2.5 x
+groupBy().count() CPU at 10k-100k keys; a 20-row batch (``--cases
+10/10/20``) <= 1.05 x bare. ``--sparse [--quick]``: 1k keys touched of 1M
+(100k) held with 1 KB snapshots vs the same batch with 1k keys held.
 Not collected by pytest.
 """
 
@@ -202,6 +222,36 @@ def bare_count(key, pdfs, state):
     yield pd.DataFrame({"key": [key[0]], "count": [n]})
 
 
+def padded_bare(pad: int):
+    """bare_count whose state also holds ``pad`` random bytes (--pad)."""
+    def bare_count_padded(key, pdfs, state):
+        import pandas as pd
+
+        n = pickle.loads(state.get[0])[0] if state.exists else 0
+        for pdf in pdfs:
+            n += len(pdf)
+        state.update((pickle.dumps((n, os.urandom(pad))),))
+        yield pd.DataFrame({"key": [key[0]], "count": [n]})
+    return bare_count_padded
+
+
+class PaddedCounter(StatefulBatchLogic):
+    """BatchCounter whose snapshot also holds ``pad`` random bytes (--pad):
+    incompressible, new each activation, like a real key's state."""
+
+    pad = 0
+
+    def __init__(self, resume=None):
+        self.count = resume[0] if resume else 0
+
+    def on_batch(self, values):
+        self.count += len(values)
+        return [self.count], RETAIN
+
+    def snapshot(self):
+        return (self.count, os.urandom(self.pad))
+
+
 def tree_cpu_seconds(root: int) -> float:
     """CPU seconds used so far by ``root`` and its descendants, including their
     reaped children (NaN without /proc)."""
@@ -249,7 +299,8 @@ def build(spark, variant: str, source: str):
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(source)
     if variant == "bare":
         return stream.groupBy("key").applyInPandasWithState(
-            bare_count, outputStructType="key long, count long", stateStructType="s binary",
+            padded_bare(PaddedCounter.pad) if PaddedCounter.pad else bare_count,
+            outputStructType="key long, count long", stateStructType="s binary",
             outputMode="append", timeoutConf="NoTimeout"), "append"
     if variant == "bare-timer":
         return stream.withWatermark("ts", WATERMARK).groupBy("key").applyInPandasWithState(
@@ -264,7 +315,8 @@ def build(spark, variant: str, source: str):
             outputMode="append", timeMode="EventTime" if timer else "None"), "append"
     if variant in ("sparkwax", "sw-packed"):
         host = "packed" if variant == "sw-packed" else "per_key"
-        return sw.stateful_batch(stream, key="key", builder=BatchCounter, value="v",
+        builder = PaddedCounter if PaddedCounter.pad else BatchCounter
+        return sw.stateful_batch(stream, key="key", builder=builder, value="v",
                                  output_schema="count long", host=host), "append"
     if variant in ("sparkwax-timer", "sw-packed-timer"):
         host = "packed" if variant == "sw-packed-timer" else "per_key"
@@ -450,11 +502,27 @@ def main(argv=None) -> int:
     parser.add_argument("--trigger", default="500 milliseconds",
                         help="processing-time trigger of every query (idle queries then "
                              "poll rarely; the wait is not part of the batch time)")
+    parser.add_argument("--pad", type=int, default=0,
+                        help="bare, sparkwax and sw-packed keep this many random bytes per "
+                             "key in their state besides the count (the sparse-state case: "
+                             "--pad 1000)")
+    parser.add_argument("--sparse", action="store_true",
+                        help="the sparse-state case: 1k keys touched of 1M held vs the same "
+                             "batch with 1k keys held, 1 KB snapshots, RocksDB, variants bare "
+                             "sparkwax sw-packed (with --quick: of 100k held)")
     parser.add_argument("--quick", action="store_true",
                         help="200k rows, 2 measured batches, cases 100/100 and 10000/10000")
     args = parser.parse_args(argv)
-    if args.quick:
+    if args.sparse:
+        held = 100_000 if args.quick else 1_000_000
+        args.cases = ["1000/1000/100000", f"1000/{held}/100000"]
+        args.pad, args.state_store = args.pad or 1000, "rocksdb"
+        args.max_per_key_total = max(args.max_per_key_total, held)
+        if args.variants == DEFAULT_VARIANTS:
+            args.variants = ["bare", "sparkwax", "sw-packed"]
+    elif args.quick:
         args.rows, args.repeat, args.cases = 200_000, 2, ["100/100", "10000/10000"]
+    PaddedCounter.pad = args.pad
     cases = [tuple(int(x) for x in case.split("/")) for case in args.cases]
     cases = [case if len(case) == 3 else case + (args.rows,) for case in cases]
 
@@ -469,7 +537,7 @@ def main(argv=None) -> int:
     print(f"Spark {spark.version}, local[2], shuffle partitions "
           f"{spark.conf.get('spark.sql.shuffle.partitions')}, {args.rows:,} rows per "
           f"micro-batch, {args.repeat} measured batches after batch 0, {args.state_store} "
-          f"state store, load average "
+          f"state store (tws: rocksdb), {args.pad} bytes of padding per key, load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     results = {}
     try:
