@@ -172,10 +172,11 @@ def main(argv=None) -> int:
         for keys in args.keys:
             groups = make_groups(args.rows, keys)
             fn, schema, row = VARIANTS[args.profile]
-            run_batch(fn, schema, row, groups, pickler)
+            out = OUTPUTS.get(args.profile, OUT)
+            run_batch(fn, schema, row, groups, pickler, out)
             profile = cProfile.Profile()
             profile.enable()
-            run_batch(fn, schema, row, groups, pickler)
+            run_batch(fn, schema, row, groups, pickler, out)
             profile.disable()
             print(f"== {args.profile}, {keys} keys x {args.rows // keys} rows")
             pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)

@@ -1,7 +1,8 @@
 """sparkwax on Spark: per-key and packed hosts vs bare AIPWS, groupBy().count(), Bytewax.
 
     python benchmarks/spark_engine.py [--rows N] [--cases 100/100 10000/10000 ...]
-        [--repeat R] [--variants ...] [--state-store hdfs|rocksdb] [--quick]
+        [--repeat R] [--variants ...] [--state-store hdfs|rocksdb] [--pad BYTES]
+        [--quick] [--sparse]
 
 Setup: ``sparkwax.local_session("local[2]")`` (2 shuffle partitions, HDFS
 state store unless --state-store rocksdb). A case ``T/N`` is (keys touched per micro-batch / keys total),
@@ -34,6 +35,21 @@ Variants (each stateful one keeps a running count per key):
 * ``sw-packed-per-item`` the same ``Count`` with ``host="packed"``.
 * ``groupBy.count`` streaming ``groupBy(key).count()`` in update mode (the
                    JVM's own stateful aggregation; no Python).
+* ``tws``          transformWithStateInPandas (Spark 4's stateful API, the
+                   peer a Spark user picks instead): a ValueState ``n long``
+                   per key, one 1-row frame out per key; always on the
+                   RocksDB state store (TWS needs it; the query's own conf).
+* ``*-timer``      ``bare-timer``, ``sparkwax-timer``, ``sw-packed-timer``,
+                   ``tws-timer``: the same counts over ``withWatermark("ts",
+                   "1 hour")``, each key also (re-)arming an event-time timer
+                   one day past its latest event (``t``, epoch ms; rounds are a
+                   minute apart, so no timer fires): bare with
+                   ``EventTimeTimeout`` + ``setTimeoutTimestamp``; sparkwax
+                   with ``time=EventTime("ts")`` and a ``notify_at``; TWS with
+                   ``timeMode="EventTime"``, the due time kept in the
+                   ValueState (one deleteTimer + one registerTimer per key).
+                   Spark's no-data batches are off (the watermark would add a
+                   second batch per file).
 * ``bytewax``      Bytewax 0.21.1 (``run_main``, one worker, in this process)
                    running the same ``Count`` class (``op.stateful``) over the
                    same items as round 0's micro-batch (key as str); its
@@ -44,9 +60,13 @@ Per-key variants are skipped when N > --max-per-key-total (default 100k):
 creating N per-key state rows costs ~0.6 ms each on an idle machine (1M
 keys: ~10 min per variant), and 1M per-key rows need --state-store rocksdb.
 
-Ratios are on the best batch time: ``variant / bare``. Goals (issues):
-sparkwax per-key <= 1.15 x bare; packed >= 10x faster than bare at 10k keys
-per batch, within 5x of groupBy().count(), faster than Bytewax.
+Ratios are on the best batch (wall, and CPU of the JVM + Python workers):
+``variant / bare``, ``/ groupBy.count``, ``/ tws`` (a -timer variant's bare
+and tws are the -timer ones). Goals (issue 24): per-key <= 1.10 x bare CPU
+(1.15 with timers), packed <= 1.0 x bare at 100 keys and <= 2.5 x
+groupBy().count() CPU at 10k-100k keys; a 20-row batch (``--cases
+10/10/20``) <= 1.05 x bare. ``--sparse [--quick]``: 1k keys touched of 1M
+(100k) held with 1 KB snapshots vs the same batch with 1k keys held.
 Not collected by pytest.
 """
 
@@ -64,12 +84,21 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import sparkwax as sw  # noqa: E402
-from sparkwax.logic import DISCARD, RETAIN, StatefulLogic  # noqa: E402
+from datetime import timedelta  # noqa: E402
+
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: E402
+
+from sparkwax.logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic  # noqa: E402
+from sparkwax.timers import EPOCH  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
 
 from proc_cpu import tree_cpu  # noqa: E402  (benchmarks/, the script's folder)
 
 _BASE_MTIME = 1_600_000_000
+_BASE_EVENT_MS = 1_700_000_000_000  # event time of batch 0; each round is a minute later
+DAY_MS = 86_400_000  # timers of the -timer variants: a day past the key's last event
+WATERMARK = "1 hour"
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 class Count(StatefulLogic):
@@ -91,6 +120,97 @@ class Count(StatefulLogic):
 
 
 
+def bare_count_timer(key, pdfs, state):
+    """bare_count plus an event-time timeout per key: one day past the key's
+    latest event (``t``, epoch ms); it never fires during a run."""
+    import pandas as pd
+
+    if state.hasTimedOut:  # never here
+        state.remove()
+        return
+    n = pickle.loads(state.get[0]) if state.exists else 0
+    last = 0
+    for pdf in pdfs:
+        n += len(pdf)
+        last = max(last, int(pdf["t"].max()))
+    state.update((pickle.dumps(n),))
+    state.setTimeoutTimestamp(last + DAY_MS)
+    yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+
+class BatchTimerCounter(StatefulBatchLogic):
+    """BatchCounter plus a timer one day past the key's latest event (``t``)."""
+
+    def __init__(self, resume=None):
+        self.count, self.last = resume or (0, 0)
+
+    def on_batch(self, values):
+        self.count += len(values)
+        self.last = max(self.last, max(values))
+        return [self.count], RETAIN
+
+    def notify_at(self):
+        return EPOCH + timedelta(milliseconds=self.last + DAY_MS)
+
+    def on_notify(self):  # never here
+        return [], DISCARD
+
+    def snapshot(self):
+        return (self.count, self.last)
+
+
+class TwsCount(StatefulProcessor):
+    """transformWithStateInPandas count: a ValueState ``n long`` per key."""
+
+    def init(self, handle):
+        self.state = handle.getValueState("n", "n long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        import pandas as pd
+
+        n = self.state.get()[0] if self.state.exists() else 0
+        for pdf in rows:
+            n += len(pdf)
+        self.state.update((n,))
+        yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+    def close(self):
+        pass
+
+
+class TwsTimerCount(StatefulProcessor):
+    """TwsCount plus an event-time timer one day past the key's latest event:
+    the timer's time is kept in the ValueState, so re-arming is one
+    deleteTimer and one registerTimer (no listTimers)."""
+
+    def init(self, handle):
+        self.handle = handle
+        self.state = handle.getValueState("n", "n long, due long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        import pandas as pd
+
+        n, due = self.state.get() if self.state.exists() else (0, None)
+        last = 0
+        for pdf in rows:
+            n += len(pdf)
+            last = max(last, int(pdf["t"].max()))
+        new_due = last + DAY_MS
+        if due != new_due:
+            if due is not None:
+                self.handle.deleteTimer(due)
+            self.handle.registerTimer(new_due)
+        self.state.update((n, new_due))
+        yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # never here
+        self.state.clear()
+        return iter([])
+
+    def close(self):
+        pass
+
+
 def bare_count(key, pdfs, state):
     """The hand-written floor: pickled int state, len(pdf) per chunk."""
     import pandas as pd
@@ -100,6 +220,36 @@ def bare_count(key, pdfs, state):
         n += len(pdf)
     state.update((pickle.dumps(n),))
     yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+
+def padded_bare(pad: int):
+    """bare_count whose state also holds ``pad`` random bytes (--pad)."""
+    def bare_count_padded(key, pdfs, state):
+        import pandas as pd
+
+        n = pickle.loads(state.get[0])[0] if state.exists else 0
+        for pdf in pdfs:
+            n += len(pdf)
+        state.update((pickle.dumps((n, os.urandom(pad))),))
+        yield pd.DataFrame({"key": [key[0]], "count": [n]})
+    return bare_count_padded
+
+
+class PaddedCounter(StatefulBatchLogic):
+    """BatchCounter whose snapshot also holds ``pad`` random bytes (--pad):
+    incompressible, new each activation, like a real key's state."""
+
+    pad = 0
+
+    def __init__(self, resume=None):
+        self.count = resume[0] if resume else 0
+
+    def on_batch(self, values):
+        self.count += len(values)
+        return [self.count], RETAIN
+
+    def snapshot(self):
+        return (self.count, os.urandom(self.pad))
 
 
 def tree_cpu_seconds(root: int) -> float:
@@ -114,11 +264,13 @@ def jvm_pid(spark):
     return getattr(proc, "pid", None)
 
 
-PER_KEY = {"bare", "sparkwax", "sw-per-item"}
+PER_KEY = {"bare", "sparkwax", "sw-per-item", "tws", "bare-timer", "sparkwax-timer",
+           "tws-timer"}
 VARIANTS = ["bare", "sparkwax", "sw-packed", "sw-per-item", "sw-packed-per-item",
-            "groupBy.count", "bytewax"]
-DEFAULT_VARIANTS = ["bare", "sparkwax", "sw-packed", "sw-packed-per-item", "groupBy.count",
-                    "bytewax"]
+            "groupBy.count", "tws", "bare-timer", "sparkwax-timer", "sw-packed-timer",
+            "tws-timer", "bytewax"]
+DEFAULT_VARIANTS = ["bare", "sparkwax", "sw-packed", "groupBy.count", "tws", "bare-timer",
+                    "sparkwax-timer", "sw-packed-timer", "tws-timer"]
 
 
 def write_keys(spark, path: str, rows: int, touched: int, total: int, round_: int) -> str:
@@ -132,22 +284,45 @@ def write_keys(spark, path: str, rows: int, touched: int, total: int, round_: in
         stride = total // touched
         key = ((F.col("id") % touched) * stride + round_ % stride) % total
         df = spark.range(rows).select(key.alias("key"), F.col("id").alias("v"))
+    # t: event time in epoch ms (a minute later each round, rows spread over
+    # a second), ts: the same as a timestamp (the -timer variants' event time)
+    t = F.lit(_BASE_EVENT_MS + (round_ + 1) * 60_000) + F.col("v") % 1000
+    df = df.select("key", "v", t.alias("t"), F.timestamp_millis(t).alias("ts"))
     df.orderBy(F.rand(round_)).coalesce(1).write.mode("overwrite").parquet(path)
     (part,) = [f for f in os.listdir(path) if f.endswith(".parquet")]
     return os.path.join(path, part)
 
 
 def build(spark, variant: str, source: str):
-    stream = spark.readStream.schema("key long, v long").option("maxFilesPerTrigger", 1) \
-        .parquet(source)
+    timer = variant.endswith("-timer")
+    schema = "key long, v long, t long, ts timestamp" if timer else "key long, v long"
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(source)
     if variant == "bare":
         return stream.groupBy("key").applyInPandasWithState(
-            bare_count, outputStructType="key long, count long", stateStructType="s binary",
+            padded_bare(PaddedCounter.pad) if PaddedCounter.pad else bare_count,
+            outputStructType="key long, count long", stateStructType="s binary",
             outputMode="append", timeoutConf="NoTimeout"), "append"
+    if variant == "bare-timer":
+        return stream.withWatermark("ts", WATERMARK).groupBy("key").applyInPandasWithState(
+            bare_count_timer, outputStructType="key long, count long",
+            stateStructType="s binary", outputMode="append",
+            timeoutConf="EventTimeTimeout"), "append"
+    if variant in ("tws", "tws-timer"):
+        if timer:
+            stream = stream.withWatermark("ts", WATERMARK)
+        return stream.groupBy("key").transformWithStateInPandas(
+            TwsTimerCount() if timer else TwsCount(), outputStructType="key long, count long",
+            outputMode="append", timeMode="EventTime" if timer else "None"), "append"
     if variant in ("sparkwax", "sw-packed"):
         host = "packed" if variant == "sw-packed" else "per_key"
-        return sw.stateful_batch(stream, key="key", builder=BatchCounter, value="v",
+        builder = PaddedCounter if PaddedCounter.pad else BatchCounter
+        return sw.stateful_batch(stream, key="key", builder=builder, value="v",
                                  output_schema="count long", host=host), "append"
+    if variant in ("sparkwax-timer", "sw-packed-timer"):
+        host = "packed" if variant == "sw-packed-timer" else "per_key"
+        return sw.stateful_batch(stream, key="key", builder=BatchTimerCounter, value="t",
+                                 output_schema="count long", host=host,
+                                 time=sw.EventTime("ts", watermark=WATERMARK)), "append"
     if variant in ("sw-per-item", "sw-packed-per-item"):
         host = "packed" if variant == "sw-packed-per-item" else "per_key"
         return sw.stateful(stream, key="key", builder=Count, value="v",
@@ -175,9 +350,21 @@ class Query:
         self.files = 0
         self.drop(first)
         out, mode = build(spark, variant, self.source)
-        self.query = out.writeStream.format("noop").outputMode(mode) \
-            .trigger(processingTime=trigger) \
-            .option("checkpointLocation", os.path.join(run_dir, "checkpoint")).start()
+        # transformWithState needs RocksDB; a query keeps the provider it
+        # started with (a session conf of the query's own cloned session).
+        provider = "spark.sql.streaming.stateStore.providerClass"
+        before = spark.conf.get(provider, None)
+        if variant.startswith("tws"):
+            spark.conf.set(provider, ROCKSDB)
+        try:
+            self.query = out.writeStream.format("noop").outputMode(mode) \
+                .trigger(processingTime=trigger) \
+                .option("checkpointLocation", os.path.join(run_dir, "checkpoint")).start()
+        finally:
+            if before is None:
+                spark.conf.unset(provider)
+            else:
+                spark.conf.set(provider, before)
         self.query.processAllAvailable()  # batch 0: start-up + warm-up, every key new
         self.warmup_ms = self.query.lastProgress["durationMs"]["triggerExecution"]
         self.trigger_ms, self.cpu_ms = [], []
@@ -263,29 +450,41 @@ def run_case(spark, root, workdir, touched, total, rows, args):
     return {runner.variant: runner for runner in runners}
 
 
+def peer(variant: str, base: str) -> str:
+    """The variant a ratio divides by: a -timer variant's peer is the -timer
+    variant of ``base`` (bare, tws); groupBy.count and bytewax have none."""
+    if variant.endswith("-timer") and base in ("bare", "tws"):
+        return base + "-timer"
+    return base
+
+
 def report(results, args) -> None:
     print()
     header = (f"{'touched/total':>15} {'rows':>9} {'variant':<19} {'batch ms':>9} {'med ms':>7} "
-              f"{'rows/s':>10} {'vs bare':>7} {'vs count':>8} {'vs bytewax':>10} | "
-              f"{'cpu ms':>7} {'cpu vs bare':>11}")
+              f"{'vs bare':>7} {'vs count':>8} {'vs tws':>6} {'vs bytewax':>10} | "
+              f"{'cpu ms':>7} {'med':>7} {'vs bare':>7} {'vs count':>8} {'vs tws':>6}")
     print(header)
     print("-" * len(header))
     for (touched, total, rows), runners in results.items():
         best = {v: min(r.trigger_ms) for v, r in runners.items()}
         cpu = {v: min(r.cpu_ms) for v, r in runners.items()}
 
-        def ratio(variant, base, table=best):
+        def ratio(variant, base, table):
+            base = peer(variant, base)
             return f"{table[variant] / table[base]:.2f}" if base in table else "-"
 
         for variant, runner in runners.items():
             print(f"{f'{touched:,}/{total:,}':>15} {rows:>9,} {variant:<19} "
                   f"{best[variant]:>9,} {statistics.median(runner.trigger_ms):>7,.0f} "
-                  f"{rows / best[variant] * 1000:>10,.0f} {ratio(variant, 'bare'):>7} "
-                  f"{ratio(variant, 'groupBy.count'):>8} {ratio(variant, 'bytewax'):>10} | "
-                  f"{cpu[variant]:>7,.0f} {ratio(variant, 'bare', cpu):>11}")
+                  f"{ratio(variant, 'bare', best):>7} {ratio(variant, 'groupBy.count', best):>8} "
+                  f"{ratio(variant, 'tws', best):>6} {ratio(variant, 'bytewax', best):>10} | "
+                  f"{cpu[variant]:>7,.0f} {statistics.median(runner.cpu_ms):>7,.0f} "
+                  f"{ratio(variant, 'bare', cpu):>7} {ratio(variant, 'groupBy.count', cpu):>8} "
+                  f"{ratio(variant, 'tws', cpu):>6}")
     print("batch ms = best durationMs.triggerExecution of the measured batches (bytewax: "
           "run_main wall time); cpu ms = CPU of the JVM + Python workers\n(bytewax: this "
-          "process) during the batch, best; ratios on the best batch time")
+          "process) during the batch, best (and median); ratios on the best; a -timer "
+          "variant's 'bare' and 'tws' are bare-timer and tws-timer")
 
 
 def main(argv=None) -> int:
@@ -303,22 +502,42 @@ def main(argv=None) -> int:
     parser.add_argument("--trigger", default="500 milliseconds",
                         help="processing-time trigger of every query (idle queries then "
                              "poll rarely; the wait is not part of the batch time)")
+    parser.add_argument("--pad", type=int, default=0,
+                        help="bare, sparkwax and sw-packed keep this many random bytes per "
+                             "key in their state besides the count (the sparse-state case: "
+                             "--pad 1000)")
+    parser.add_argument("--sparse", action="store_true",
+                        help="the sparse-state case: 1k keys touched of 1M held vs the same "
+                             "batch with 1k keys held, 1 KB snapshots, RocksDB, variants bare "
+                             "sparkwax sw-packed (with --quick: of 100k held)")
     parser.add_argument("--quick", action="store_true",
                         help="200k rows, 2 measured batches, cases 100/100 and 10000/10000")
     args = parser.parse_args(argv)
-    if args.quick:
+    if args.sparse:
+        held = 100_000 if args.quick else 1_000_000
+        args.cases = ["1000/1000/100000", f"1000/{held}/100000"]
+        args.pad, args.state_store = args.pad or 1000, "rocksdb"
+        args.max_per_key_total = max(args.max_per_key_total, held)
+        if args.variants == DEFAULT_VARIANTS:
+            args.variants = ["bare", "sparkwax", "sw-packed"]
+    elif args.quick:
         args.rows, args.repeat, args.cases = 200_000, 2, ["100/100", "10000/10000"]
+    PaddedCounter.pad = args.pad
     cases = [tuple(int(x) for x in case.split("/")) for case in args.cases]
     cases = [case if len(case) == 3 else case + (args.rows,) for case in cases]
 
     started = time.perf_counter()
     spark = sw.local_session("local[2]", shuffle_partitions=2, state_store=args.state_store)
+    # A watermark makes Spark run a no-data batch after each data batch (to
+    # advance it); the -timer variants' timers never fire, so it is off: one
+    # measured batch per file for every variant.
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     root = jvm_pid(spark)
     workdir = tempfile.mkdtemp(prefix="sparkwax-bench-")
     print(f"Spark {spark.version}, local[2], shuffle partitions "
           f"{spark.conf.get('spark.sql.shuffle.partitions')}, {args.rows:,} rows per "
           f"micro-batch, {args.repeat} measured batches after batch 0, {args.state_store} "
-          f"state store, load average "
+          f"state store (tws: rocksdb), {args.pad} bytes of padding per key, load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     results = {}
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -43,14 +43,15 @@ def group_frame(frames) -> pd.DataFrame:
     return pd.concat([first, second, *frames], ignore_index=True)
 
 
-def read_group(frame: pd.DataFrame, layout: InputLayout
+def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarray] = None
                ) -> Tuple[Sequence[Any], Optional[List[Optional[int]]], Optional[List[list]]]:
     """A group's rows as the driver takes them, in arrival order: the values
     handed to the logic, their event times (µs, None for null) and the
-    ``order_by`` columns (the driver puts the rows in order)."""
+    ``order_by`` columns (the driver puts the rows in order). ``rows``: read
+    these row positions, in this order (default: all)."""
     if len(frame) == 0:
         return (), ([] if layout.event_column else None), None
-    columns = [_column(_column_values(frame, source), kind)
+    columns = [_column(_take(_column_values(frame, source), rows), kind)
                for source, kind in zip(layout.sources, layout.kinds)]
     if layout.scalar:
         values = columns[0]
@@ -59,11 +60,36 @@ def read_group(frame: pd.DataFrame, layout: InputLayout
         values = [dict(zip(names, row)) for row in zip(*columns)]
     times = None
     if layout.event_column is not None:
-        times = _column(_column_values(frame, layout.event_column), INTEGER)
+        times = _column(_take(_column_values(frame, layout.event_column), rows), INTEGER)
     order = None
     if layout.order_by:
-        order = [_column(_column_values(frame, name), OTHER) for name in layout.order_by]
+        order = [_column(_take(_column_values(frame, name), rows), OTHER)
+                 for name in layout.order_by]
     return values, times, order
+
+
+def _take(column, rows: Optional[np.ndarray]):
+    """The column's values at ``rows`` (None: the column itself)."""
+    if rows is None:
+        return column
+    return column.iloc[rows] if isinstance(column, pd.Series) else column[rows]
+
+
+def stack_frames(frames: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
+    """One frame of the ``names`` columns of a group's chunks, end to end
+    (what ``group_frame`` gives, for these columns only and without
+    ``pd.concat``'s per-frame work)."""
+    frames = [frame for frame in frames if len(frame)]
+    if len(frames) <= 1:
+        return frames[0] if frames else pd.DataFrame()
+    data = {}
+    for name in dict.fromkeys(names):
+        parts = [_column_values(frame, name) for frame in frames]
+        if all(type(part) is np.ndarray for part in parts) and len({p.dtype for p in parts}) == 1:
+            data[name] = np.concatenate(parts)
+        else:
+            data[name] = pd.concat([frame[name] for frame in frames], ignore_index=True)
+    return pd.DataFrame(data)
 
 
 _GET_COLUMN_ARRAY = getattr(pd.DataFrame, "_get_column_array", None)
@@ -77,10 +103,29 @@ def _column_values(frame: pd.DataFrame, source: str):
     the Series is used where that private pandas accessor is missing or the
     column name is not unique."""
     if _GET_COLUMN_ARRAY is not None:
-        loc = frame.columns.get_loc(source)
-        if type(loc) is int:
+        loc = _positions(frame).get(source)
+        if loc is not None:
             return _GET_COLUMN_ARRAY(frame, loc)
     return frame[source]
+
+
+_POSITIONS: Dict[Tuple[Any, ...], Dict[Any, int]] = {}
+
+
+def _positions(frame: pd.DataFrame) -> Dict[Any, int]:
+    """Column name -> position of a frame's unique names. Every group's frame
+    of a step has the same columns: the positions are kept per column tuple
+    (``Index.get_loc`` on a fresh frame builds a hash table each time)."""
+    names = tuple(frame.columns.tolist())
+    found = _POSITIONS.get(names)
+    if found is None:
+        counts: Dict[Any, int] = {}
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+        found = {name: index for index, name in enumerate(names) if counts[name] == 1}
+        if len(_POSITIONS) < 256:
+            _POSITIONS[names] = found
+    return found
 
 
 def _column(series, kind: str) -> list:

@@ -23,37 +23,68 @@ from .._driver import Driver, sorted_keys
 from ..errors import ConfigError
 from ..metrics import StepMetrics
 from .bucket import Bucket
-from .columns import InputLayout, group_frame, read_group
+from .columns import InputLayout, read_group, stack_frames
 from .host import NO_TIMEOUT, arm, check_snapshot_size
 from .outputs import OutputBuilder
 
 BUCKET_COLUMN = "__sw_bucket"
 
 
-def split_by_key(frame: pd.DataFrame, key_names: Sequence[str], layout: InputLayout):
-    """Yield ``(key_values, values, event_times, order)`` per key of ``frame``,
-    rows in arrival order within a key (one stable sort by key, one pass)."""
+def split_by_key(frame, key_names: Sequence[str], layout: InputLayout):
+    """Yield ``(key_values, values, event_times, order)`` per key of ``frame``
+    (a frame, or a group's chunks: a list of frames), rows in arrival order
+    within a key. Spark hands a bucket's rows with its keys interleaved; the
+    keys are numbered by hashing (``pd.factorize``), and a stable argsort of
+    those numbers (skipped when the rows already come key by key) gives each
+    key's rows in arrival order, read column by column from the needed
+    columns only."""
+    if isinstance(frame, list):
+        frame = stack_frames(frame, _needed(key_names, layout))
     if len(frame) == 0:
         return
-    frame = frame.sort_values(list(key_names), kind="stable", ignore_index=True)
-    values, times, order = read_group(frame, layout)
-    key_lists = [frame[name].tolist() for name in key_names]
-    starts = _group_starts([frame[name].to_numpy() for name in key_names])
-    bounds = list(starts) + [len(frame)]
-    for begin, end in zip(bounds, bounds[1:]):
-        key_values = tuple(column[begin] for column in key_lists)
+    codes = _key_codes(frame, key_names)
+    counts = np.bincount(codes)
+    ends = np.cumsum(counts)
+    rows: Optional[np.ndarray] = None
+    firsts = ends - counts
+    if len(codes) > 1 and bool((codes[1:] < codes[:-1]).any()):
+        rows = _stable_order(codes, len(counts))
+        firsts = rows[firsts]
+    values, times, order = read_group(frame, layout, rows)
+    key_lists = [frame[name].iloc[firsts].tolist() for name in key_names]
+    bounds = [0] + ends.tolist()
+    for index, (begin, end) in enumerate(zip(bounds, bounds[1:])):
+        key_values = tuple(column[index] for column in key_lists)
         yield (key_values, values[begin:end], None if times is None else times[begin:end],
                None if order is None else [column[begin:end] for column in order])
 
 
-def _group_starts(columns: List[np.ndarray]) -> np.ndarray:
-    n = len(columns[0])
-    change = np.zeros(n, dtype=bool)
-    change[0] = True
-    for column in columns:
-        if n > 1:
-            change[1:] |= np.asarray(column[1:] != column[:-1], dtype=bool)
-    return np.flatnonzero(change)
+def _needed(key_names: Sequence[str], layout: InputLayout) -> List[str]:
+    event = [layout.event_column] if layout.event_column is not None else []
+    return [*key_names, *layout.sources, *event, *layout.order_by]
+
+
+def _stable_order(codes: np.ndarray, count: int) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")`` for codes in ``[0, count)``: numpy
+    radix-sorts 16-bit values (O(n), ~6x its timsort of int64), so the codes
+    are sorted 16 bits at a time, low half first (LSD: each pass is stable)."""
+    if count <= 1 << 16:
+        return np.argsort(codes.astype(np.uint16), kind="stable")
+    low = np.argsort((codes & 0xFFFF).astype(np.uint16), kind="stable")
+    if count <= 1 << 32:
+        high = (codes[low] >> 16).astype(np.uint16)
+        return low[np.argsort(high, kind="stable")]
+    return np.argsort(codes, kind="stable")
+
+
+def _key_codes(frame: pd.DataFrame, key_names: Sequence[str]) -> np.ndarray:
+    """A number per row, 0.. in order of first appearance, equal for equal
+    keys (a null key gets one too: the driver refuses it by name)."""
+    if len(key_names) == 1:
+        codes, _ = pd.factorize(frame[key_names[0]], use_na_sentinel=False)
+        return np.asarray(codes, dtype=np.int64)
+    numbers = frame.groupby(list(key_names), sort=False, dropna=False).ngroup()
+    return numbers.to_numpy(dtype=np.int64)
 
 
 class PackedHost:
@@ -73,7 +104,7 @@ class PackedHost:
 
     def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
         bucket = self._restore(state)
-        frame = group_frame(frames) if not state.hasTimedOut else _drain(frames)
+        frame = list(frames) if not state.hasTimedOut else _drain(frames)
         now_ms = self.driver.now_ms(state.getCurrentWatermarkMs,
                                     state.getCurrentProcessingTimeMs)
         runs: Dict[Any, Tuple[Tuple, Sequence, Optional[list], Optional[list]]] = {}
@@ -82,7 +113,7 @@ class PackedHost:
         woken = [key for key in bucket.due(now_ms) if key not in runs]
         no_times: Optional[list] = [] if self.layout.event_column is not None else None
         emitted = []
-        counts = StepMetrics()
+        rows = late = fired = created = discarded = emits = callback_us = 0
         key_values: Tuple = ()
         for key in sorted_keys(list(runs) + woken):
             key_values, values, times, order = (runs.get(key)
@@ -96,7 +127,15 @@ class PackedHost:
                            act.armed if self.timeout_conf != NO_TIMEOUT else None)
             if act.emits:
                 emitted.append((key, key_values, act.emits))
-            counts += act.metrics()
+            # act.metrics(), summed as plain ints (a StepMetrics per key costs more)
+            rows += act.rows
+            late += act.late
+            fired += act.fired
+            created += act.created
+            discarded += act.discarded
+            emits += len(act.emits)
+            callback_us += act.callback_us
+        counts = StepMetrics(rows, late, fired, created, discarded, emits, callback_us)
         self._commit(state, bucket, now_ms)
         if emitted:
             yield self.outputs.frame_of(emitted, counts)

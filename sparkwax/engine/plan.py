@@ -130,6 +130,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         # (a connected step put one on each input already)
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = time.spark_timeout if step.uses_timers() else NO_TIMEOUT
+    watermarked = event or step.sides is not None
     function: Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
     if host == "packed":
         assert buckets is not None  # _bucket_count set it above
@@ -140,7 +141,8 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
                 _as_function(function, spark), schema=out_schema)
         function = PackedHost(driver, layout, outputs, timeout, keys, buckets,
                               max_snapshot_bytes(spark))
-        grouped = _input_counted(projected, step_id).select("*", bucket).groupBy(BUCKET_COLUMN)
+        grouped = _input_counted(projected, step_id, watermarked).select("*", bucket) \
+            .groupBy(BUCKET_COLUMN)
         return _streaming_step(grouped, _as_function(function, spark), out_schema,
                                PACKED_STATE_SCHEMA, timeout, step_id, _step_description(
                                    step_id, keys, fields, schema, time, timeout,
@@ -150,7 +152,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
     function = StreamingHost(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
-    grouped = _input_counted(projected, step_id).groupBy(*grouped_on)
+    grouped = _input_counted(projected, step_id, watermarked).groupBy(*grouped_on)
     return _streaming_step(grouped, _as_function(function, spark), out_schema, STATE_SCHEMA,
                            timeout, step_id, _step_description(
                                step_id, keys, fields, schema, time, timeout,
@@ -169,10 +171,18 @@ def _streaming_step(grouped, function, out_schema: T.StructType, state_schema, t
     return _describe(_observed(result, step_id), description)
 
 
-def _input_counted(projected: DataFrame, step_id: str) -> DataFrame:
+def _input_counted(projected: DataFrame, step_id: str, watermarked: bool = True) -> DataFrame:
     """Count the rows entering the step: Spark drops rows behind its own
-    late-events watermark before the host sees them (see ``metrics.steps_in``)."""
+    late-events watermark before the host sees them (see ``metrics.steps_in``).
+    Without a watermark on the input Spark drops none, so nothing is counted
+    (one observed aggregate less per micro-batch)."""
+    if not watermarked and not any(_WATERMARK in field.metadata
+                                   for field in projected.schema.fields):
+        return projected
     return projected.observe(PREFIX + step_id + INPUT_SUFFIX, F.count(F.lit(1)).alias("rows"))
+
+
+_WATERMARK = "spark.watermarkDelayMs"  # column metadata of withWatermark's event time
 
 
 def _observed(result: DataFrame, step_id: str) -> DataFrame:
