@@ -236,7 +236,9 @@ class Driver:
         there is none, deadlines do not fire)."""
         started = perf_counter_ns()
         self.check_key(key, values)
-        token = set_clock(self._clock_at(now_ms))
+        if self.two_clocks is False:
+            processing_ms = None
+        token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
             logic = self._restore(key, stored) if stored is not None else None
             if logic is not None and committed_timer is not NO_VALUE:
@@ -273,7 +275,9 @@ class Driver:
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
-        token = set_clock(self._clock_at(now_ms))
+        if self.two_clocks is False:
+            processing_ms = None
+        token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
             if logic is None and stored is not None:
                 logic = self._restore(key, stored)
@@ -319,9 +323,12 @@ class Driver:
                             discarded=int(had_state and not has),
                             callback_us=(perf_counter_ns() - started) // 1000)
 
-    def _clock_at(self, now_ms: Optional[int]) -> Optional[Clock]:
+    def _clock_at(self, now_ms: Optional[int], processing_ms: Optional[int] = None
+                  ) -> Optional[Clock]:
         """The clock an activation at ``now_ms`` runs at (set and reset around
         it with a token: ``clock.running_at`` costs a generator per key)."""
+        if processing_ms is not None and now_ms is not None:
+            return Clock(now_ms, self.time.kind, processing_ms)
         return None if now_ms is None else Clock(now_ms, self.time.kind)
 
     def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
