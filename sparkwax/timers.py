@@ -262,6 +262,16 @@ class Deadlines:
         return is_due(timer, watermark_ms) or is_due(deadline, processing_ms)
 
     @staticmethod
+    def due_columns(timers: npt.NDArray[np.int64], deadlines: npt.NDArray[np.int64],
+                    missing: int, watermark_ms: int, processing_ms: int
+                    ) -> npt.NDArray[np.bool_]:
+        """:meth:`due` element-wise over a packed bucket's columns (``missing``
+        marks "none")."""
+        due: npt.NDArray[np.bool_] = (((timers != missing) & (timers <= watermark_ms))
+                                      | ((deadlines != missing) & (deadlines <= processing_ms)))
+        return due
+
+    @staticmethod
     def wake_ms(timer: Optional[int], deadline: Optional[int], processing_ms: int
                 ) -> Optional[int]:
         """The ``setTimeoutDuration`` (ms, > 0) that wakes a key on Spark's

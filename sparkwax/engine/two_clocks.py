@@ -142,9 +142,8 @@ class TwoClockPackedHost(PackedHost):
 def due_keys(bucket: Bucket, watermark_ms: int, processing_ms: int) -> List[Any]:
     """Stored keys whose event timer or deadline is due (``Deadlines.due``, on
     the bucket's columns at once)."""
-    timers, deadlines = bucket.timers, bucket.armed
-    fired = np.flatnonzero(((timers != NONE) & (timers <= watermark_ms))
-                           | ((deadlines != NONE) & (deadlines <= processing_ms)))
+    fired = np.flatnonzero(Deadlines.due_columns(bucket.timers, bucket.armed, NONE,
+                                                 watermark_ms, processing_ms))
     return [bucket.keys[i] for i in fired.tolist()]
 
 

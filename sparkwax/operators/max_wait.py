@@ -29,7 +29,7 @@ kinds".
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Iterable, List, Optional, Tuple, cast
 
 from ..clock import processing_now
 from ..errors import ConfigError
@@ -47,8 +47,9 @@ class MaxWaitLogic(StatefulLogic):
 
     def __init__(self, config: MaxWaitConfig, resume: Any = None) -> None:
         self.builder, self.max_wait = config
+        self.deadline: Optional[datetime]
         inner_snapshot, self.deadline = (None, None) if resume is None else resume
-        self.inner = self.builder(inner_snapshot)
+        self.inner = cast(ItemLogic, self.builder(inner_snapshot))
 
     def on_item(self, value: Any) -> Tuple[Iterable[Any], bool]:
         arrived = processing_now()
