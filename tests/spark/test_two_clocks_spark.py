@@ -156,3 +156,16 @@ def test_one_kind_steps_keep_their_plan(spark, tmp_path):
             [step] = step_descriptions(out)
             assert ("two-clock" in step["state"]) is two
             assert ("deadlines" in step) is two
+
+
+def test_the_fraud_example_on_spark(spark):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "fraud_alarm.py"
+    spec = importlib.util.spec_from_file_location("fraud_alarm_spark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from pyspark import cloudpickle
+    cloudpickle.register_pickle_by_value(module)
+    assert module.on_spark(spark) == module.offline()

@@ -272,3 +272,14 @@ def test_deadlines_fire_exactly_when_the_processing_clock_passes_them(rows):
     out = run(IdleAlarm, script, time=TIME, restore="always")
     fired = {k: sum(1 for v in vs if v[0] == "idle") for k, vs in out.by_key.items()}
     assert {k: n for k, n in fired.items() if n} == expected
+
+
+def test_the_fraud_example_offline():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "fraud_alarm.py"
+    spec = importlib.util.spec_from_file_location("fraud_alarm", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.offline() == {"card-1": [("burst", 1300), ("idle-after-burst", 0)]}
