@@ -171,7 +171,8 @@ class IdleAlarm(StatefulLogic):
     ``("idle", total)`` once no value has come for ``value["idle_ms"]`` of
     processing time (``processing_notify_at``; a value without ``idle_ms``
     or with None cancels the alarm). A value with ``"alarm_discard": True``
-    makes that alarm DISCARD the key. Emits never depend on when the wall
+    makes that alarm DISCARD the key; ``on_eof`` emits ``("eof", total)``.
+    Emits never depend on when the wall
     clock fired, so Spark's and the offline runner's outputs compare.
 
     >>> import sparkwax as sw
@@ -218,6 +219,9 @@ class IdleAlarm(StatefulLogic):
     def on_processing_notify(self):
         self.deadline = None
         return [("idle", self.total)], DISCARD if self.discard else RETAIN
+
+    def on_eof(self):
+        return [("eof", self.total)], RETAIN
 
     def snapshot(self):
         return (self.count, self.total, self.window_end, self.deadline, self.discard)

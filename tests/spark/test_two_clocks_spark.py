@@ -13,7 +13,7 @@ import sparkwax as sw
 from sparkwax.engine.start import step_descriptions
 from sparkwax.metrics import StepMetrics, by_batch
 from sparkwax.operators import SessionWindower, count_window, with_max_wait
-from sparkwax.testing import Batch, Crash, Tick, run, run_bounded
+from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded
 from sparkwax.testing.reference import Counter, IdleAlarm
 
 T0 = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
@@ -109,10 +109,13 @@ def _spark_run(spark, tmp_path, host):
     return by_key, sum(metrics.values(), StepMetrics())
 
 
+def _script():
+    return [Batch(BATCHES[0], now=T0), Batch(BATCHES[1], now=T0), Crash(),
+            Batch(BATCHES[2], now=T0), Tick(now=T0 + timedelta(seconds=2))]
+
+
 def _offline():
-    script = [Batch(BATCHES[0], now=T0), Batch(BATCHES[1], now=T0), Crash(),
-              Batch(BATCHES[2], now=T0), Tick(now=T0 + timedelta(seconds=2))]
-    return run(IdleAlarm, script, time=sw.EventTime("ts"), step_id=STEP)
+    return run(IdleAlarm, _script(), time=sw.EventTime("ts"), step_id=STEP)
 
 
 @pytest.mark.parametrize("host", ["per_key", "packed"])
@@ -124,6 +127,13 @@ def test_both_timer_kinds_offline_equals_spark_with_restart_and_stall(spark, tmp
     assert expected.snapshots["a"][3] is not None          # a's hour-long alarm waits
     by_key, metrics = _spark_run(spark, tmp_path, host)
     assert by_key == expected.by_key
+    # finish (no processing clock: on_eof only) reads the two-clock state
+    ends = sw.finish(str(tmp_path / "checkpoint"), builder=IdleAlarm, output_schema=OUTPUT,
+                     time=sw.EventTime("ts"), step_id=STEP)
+    eof = run(IdleAlarm, [*_script(), Eof()], time=sw.EventTime("ts"), step_id=STEP)
+    expected_ends = {k: v[len(expected.by_key.get(k, [])):] for k, v in eof.by_key.items()}
+    assert expected_ends == {"a": [("eof", 2)], "b": [("eof", 2)]}
+    assert {r["key"]: [(r["kind"], r["n"])] for r in ends.collect()} == expected_ends
     assert metrics.processing_timers_fired == expected.metrics.processing_timers_fired == 2
     assert metrics.event_timers_fired == expected.metrics.event_timers_fired == 3
     assert metrics.rows_late == expected.metrics.rows_late == 1
@@ -169,3 +179,34 @@ def test_the_fraud_example_on_spark(spark):
     from pyspark import cloudpickle
     cloudpickle.register_pickle_by_value(module)
     assert module.on_spark(spark) == module.offline()
+
+
+class NaiveDeadline(IdleAlarm):
+    def processing_notify_at(self):
+        return None if self.deadline is None else self.deadline.replace(tzinfo=None)
+
+
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+def test_a_naive_deadline_is_the_offline_error_on_spark(spark, tmp_path, host):
+    from sparkwax.errors import NotifyAtError
+    from sparkwax.testing.spark import run_script_on_spark
+
+    script = [Batch([("k", row(T0, HOUR_MS))])]
+    with pytest.raises(NotifyAtError) as offline:
+        run(NaiveDeadline, script, time=sw.EventTime("ts"), step_id=STEP)
+    with pytest.raises(NotifyAtError) as on_spark:
+        run_script_on_spark(spark, NaiveDeadline, script, input_schema=SCHEMA,
+                            output_schema=OUTPUT, time=sw.EventTime("ts"), step_id=STEP,
+                            host=host, workdir=str(tmp_path))
+    for info in (offline, on_spark):
+        assert "processing_notify_at" in str(info.value) and "'k'" in str(info.value)
+
+
+def test_a_processing_time_step_refuses_deadlines_on_spark(spark, tmp_path):
+    from sparkwax.errors import ConfigError
+
+    stream = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    for builder in (IdleAlarm, lambda resume: IdleAlarm(resume)):
+        with pytest.raises(ConfigError, match="processing_notify_at"):
+            sw.stateful(stream, key="key", builder=builder, time=sw.ProcessingTime(),
+                        output_schema=OUTPUT)

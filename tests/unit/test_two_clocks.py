@@ -283,3 +283,33 @@ def test_the_fraud_example_offline():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.offline() == {"card-1": [("burst", 1300), ("idle-after-burst", 0)]}
+
+
+class BatchAlarm(sw.StatefulBatchLogic):
+    """A StatefulBatchLogic with a deadline: one alarm a minute after each batch."""
+
+    def __init__(self, resume=None):
+        self.n, self.deadline = resume or (0, None)
+
+    def on_batch(self, values):
+        self.n += len(values)
+        self.deadline = sw.processing_now() + MIN
+        return [("batch", self.n)], RETAIN
+
+    def processing_notify_at(self):
+        return self.deadline
+
+    def on_processing_notify(self):
+        self.deadline = None
+        return [("alarm", self.n)], RETAIN
+
+    def snapshot(self):
+        return (self.n, self.deadline)
+
+
+@pytest.mark.parametrize("restore", ["always", "on_crash"])
+def test_batch_logics_have_deadlines_too(restore):
+    script = [Batch([("k", ev(1, T0)), ("k", ev(2, T0))], now=T0),
+              Batch([("k", ev(3, T0 + MIN))], now=T0 + 2 * MIN), Tick(now=T0 + 4 * MIN)]
+    out = run(BatchAlarm, script, time=TIME, batch=True, restore=restore)
+    assert out.by_key["k"] == [("batch", 2), ("alarm", 2), ("batch", 3), ("alarm", 3)]
