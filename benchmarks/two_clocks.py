@@ -12,7 +12,15 @@ measured: ``durationMs.triggerExecution`` of the no-data micro-batches that
 follow (median of ``--batches``), the default trigger (batches back to
 back). An ``EventTime`` step with one timer kind runs no micro-batch at all
 while its source stalls (Spark runs one only when the watermark moved), so
-it has no row here. Not collected by pytest.
+it has no row here.
+
+    python benchmarks/two_clocks.py --python [--keys 10000]
+
+No JVM: the Python side of one woken key, timed per key (CPU, best of 5),
+with pyspark's own ``GroupState``: the per-key host given a timed-out key
+whose timers are not due (re-armed only), and one whose event timer is due
+(a full activation: decode, ``on_notify``, encode); the packed host given a
+timed-out bucket of ``--keys`` keys, none due. Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -62,11 +70,86 @@ def case(spark, keys: int, host: str, batches: int) -> float:
     return statistics.median(times)
 
 
+def python_side(keys: int) -> None:
+    from pyspark.sql.streaming.state import GroupState
+
+    from sparkwax._driver import Driver
+    from sparkwax.engine.bucket import Bucket
+    from sparkwax.engine.columns import OTHER, InputLayout
+    from sparkwax.engine.outputs import OutputBuilder
+    from sparkwax.engine.plan import PACKED_STATE_SCHEMA, TWO_CLOCK_STATE_SCHEMA
+    from sparkwax.engine.two_clocks import TIMEOUT, TwoClockHost, TwoClockPackedHost
+    from sparkwax.recovery import encode
+    from sparkwax.step import Step
+    from pyspark.sql import types as T
+
+    step = Step.of(IdleAlarm, time=sw.EventTime("ts"), step_id="bench")
+    driver = Driver(step)
+    layout = InputLayout(names=("ts",), sources=("ts",), kinds=(OTHER,), scalar=False,
+                         order_by=(), event_column="__sw_event_us")
+    schema = T.StructType([T.StructField("kind", T.StringType()),
+                           T.StructField("n", T.LongType())])
+    outputs = OutputBuilder(["key"], schema, "bench", metrics=True)
+    watermark, now = 1_704_067_200_000, 1_800_000_000_000
+    window_end = watermark + 600_000
+    blobs = {end: encode((1, 1, sw.timers.from_epoch_ms(end), None, False), step_id="bench",
+                         key="k") for end in (window_end, watermark)}
+    blob = blobs[window_end]
+
+    def state(row, schema_):
+        return GroupState(optionalValue=T.Row(*row), batchProcessingTimeMs=now,
+                          eventTimeWatermarkMs=watermark, timeoutConf=TIMEOUT,
+                          hasTimedOut=True, watermarkPresent=True, defined=True,
+                          updated=False, removed=False, timeoutTimestamp=-1,
+                          keyAsUnsafe=b"k", valueSchema=schema_)
+
+    def timed(call, repeat=5):
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.process_time()
+            call()
+            best = min(best, time.process_time() - started)
+        return best
+
+    host = TwoClockHost(driver, layout, outputs, TIMEOUT, True)
+    rows = 2000
+
+    def per_key(timer):
+        for _ in range(rows):
+            s = state((blobs[timer], timer, None), TWO_CLOCK_STATE_SCHEMA)
+            for _ in host(("k",), iter([]), s):
+                pass
+            s.json()
+
+    waiting = timed(lambda: per_key(window_end)) / rows * 1e6
+    due = timed(lambda: per_key(watermark)) / rows * 1e6
+    print(f"per_key: woken, nothing due (re-armed): {waiting:6.1f} µs per key")
+    print(f"per_key: woken, event timer due:        {due:6.1f} µs per key")
+    bucket = Bucket.empty()
+    for number in range(keys):
+        bucket.put(f"k{number}", blob, window_end, None)
+    packed_blob, _ = bucket.encode()
+    packed = TwoClockPackedHost(driver, layout, outputs, TIMEOUT, ["key"], 1)
+
+    def one_bucket():
+        s = state((packed_blob, 1), PACKED_STATE_SCHEMA)
+        for _ in packed(("b",), iter([]), s):
+            pass
+        s.json()
+
+    print(f"packed: woken bucket of {keys} keys, none due: "
+          f"{timed(one_bucket) * 1e3:6.2f} ms per bucket")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--batches", type=int, default=6)
+    parser.add_argument("--python", action="store_true")
     args = parser.parse_args(argv)
+    if args.python:
+        python_side(max(args.keys))
+        return 0
     spark = sw.local_session("local[2]", shuffle_partitions=2)
     print("host      keys  no-data batch (median ms)")
     results = {}
