@@ -15,6 +15,7 @@ from sparkwax.metrics import StepMetrics, by_batch
 from sparkwax.operators import SessionWindower, count_window, with_max_wait
 from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded
 from sparkwax.testing.reference import Counter, IdleAlarm
+from sparkwax.testing.replay import replay
 
 T0 = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
 MIN = timedelta(minutes=1)
@@ -127,6 +128,12 @@ def test_both_timer_kinds_offline_equals_spark_with_restart_and_stall(spark, tmp
     assert expected.snapshots["a"][3] is not None          # a's hour-long alarm waits
     by_key, metrics = _spark_run(spark, tmp_path, host)
     assert by_key == expected.by_key
+    # replay: the batches Spark ran, their batchTimestampMs as the processing clock
+    replayed = replay(str(tmp_path / "checkpoint"), IdleAlarm, key="key", output_schema=OUTPUT,
+                      source_format="json", source_schema=SCHEMA, time=sw.EventTime("ts"),
+                      step_id=STEP)
+    assert replayed.error is None and not replayed.watermark_mismatches
+    assert replayed.run.by_key == by_key
     # finish (no processing clock: on_eof only) reads the two-clock state
     ends = sw.finish(str(tmp_path / "checkpoint"), builder=IdleAlarm, output_schema=OUTPUT,
                      time=sw.EventTime("ts"), step_id=STEP)
