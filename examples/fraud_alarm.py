@@ -87,9 +87,9 @@ def on_spark(spark):
     stream = spark.readStream.schema("card string, ts timestamp, amount long").json(source)
     alerts = sw.stateful(stream, key="card", builder=CardRule, time=sw.EventTime("ts"),
                          output_schema="alert string, amount long")
-    query = sw.start(alerts, os.path.join(work, "checkpoint"),
+    query = sw.start(alerts, checkpoint=os.path.join(work, "checkpoint"),
                      foreach_batch=lambda frame, _: rows.extend(frame.collect()),
-                     trigger={"processingTime": "500 milliseconds"})
+                     trigger={"processingTime": "500 milliseconds"}, stop_on_signal=False)
     try:
         for number, batch in enumerate(TXS):
             with open(os.path.join(source, f"{number}.json"), "w") as handle:
