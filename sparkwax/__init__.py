@@ -13,7 +13,7 @@ without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 from .errors import (BuilderError, CallbackError, CheckpointError, ConfigError, InputError,
                      LogicError, LostStateWarning, NotifyAtError, ReturnValueError, SchemaError,
                      SnapshotError, SparkwaxError)
-from .clock import Clock, current_clock, now
+from .clock import Clock, current_clock, now, processing_now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from .rebuild import task_errors
 from .step import Step
@@ -43,7 +43,8 @@ __all__ = [  # a list display (sorted below) so that type checkers read it
     "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
     "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", "Step", "current_clock", "now", "task_errors", *_ENGINE_NAMES, *_FRAME_NAMES,
+    "StatefulLogic", "Step", "current_clock", "now", "processing_now", "task_errors",
+    *_ENGINE_NAMES, *_FRAME_NAMES,
 ]
 __all__.sort()
 

@@ -12,13 +12,22 @@ activation is:
    ``order_by`` columns, else by event time in EventTime mode, nulls first);
 1. restore: ``builder(decode(stored))``, or nothing yet for a new key;
 2. timer: a restored logic whose ``notify_at()`` is ``<= now`` gets one
-   ``on_notify()`` before any item;
+   ``on_notify()`` before any item; then, in a step with both timer kinds
+   (``Step.two_clocks``: an EventTime step whose logic has
+   ``processing_notify_at``), the logic still live (re-read: after a
+   DISCARD there is none, and a fresh logic has no deadline) whose
+   ``processing_notify_at()`` is ``<=`` the processing time gets one
+   ``on_processing_notify()``. Each fires at most once per activation; one
+   still due at commit fires at the next activation. Without a processing
+   clock (bounded input, ``finish``) deadlines never fire;
 3. items in order (late ones dropped in EventTime mode: event time ``<=``
    watermark, or null); after DISCARD the next item gets a fresh
    ``builder(None)``;
 4. EOF (bounded input or ``finish``): ``on_eof()`` if logic is live;
 5. commit: retained -> ``encode(snapshot())``, ``notify_at()`` as the next
-   timer and the timeout a host arms for it (``timers.armed_timeout``);
+   timer and the timeout a host arms for it (``timers.armed_timeout``), and
+   in a two-clock step ``processing_notify_at()`` as the next deadline (a
+   host wakes the key when ``timers.Deadlines.due``);
    discarded -> no state;
 6. the emits, in order, and the activation's counts (``sparkwax.metrics``).
 
@@ -44,10 +53,10 @@ from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicErr
                      LostStateWarning, NotifyAtError, ReturnValueError)
 from .expiry import TtlLogic
 from .limits import Limited
-from .logic import BatchLogic, ItemLogic, Logic
+from .logic import BatchLogic, ItemLogic, Logic, forward_deadline
 from .metrics import StepMetrics
 from .sides import untagged_side
-from .step import Step
+from .step import Step, check_deadlines, logic_has_deadlines
 from .timers import (EventTime, Watermark, from_epoch_ms, is_due, require_aware, timer_ms,
                      to_epoch_us)
 
@@ -66,11 +75,13 @@ class Activation(NamedTuple):
     created: int = 0          # 1: the key had no state before and has now
     discarded: int = 0        # 1: the key had state before and has none now
     callback_us: int = 0      # Python time in the activation
+    deadline: Optional[int] = None  # next processing_notify_at in epoch ms (two-clock steps)
+    deadline_fired: int = 0   # on_processing_notify calls (counted in ``fired`` too)
 
     def metrics(self) -> StepMetrics:
         """This activation's counts (see ``sparkwax.metrics``)."""
         return StepMetrics(self.rows, self.late, self.fired, self.created, self.discarded,
-                           len(self.emits), self.callback_us)
+                           len(self.emits), self.callback_us, self.deadline_fired)
 
 
 _ONE_INPUT = (0,)
@@ -79,8 +90,9 @@ Columns = Optional[Sequence[Sequence[Any]]]
 """The ``order_by`` columns of an activation's rows, one sequence per column."""
 EventTimes = Optional[Sequence[Optional[int]]]
 """The rows' event times in epoch µs (None for a null one); None: no event time."""
-Run = Tuple[Optional[Logic], List[Any], int, int, bool]
-"""What ``Driver._run`` returns: ``(logic_or_None, emits, late, fired, touched)``."""
+Run = Tuple[Optional[Logic], List[Any], int, int, bool, int]
+"""What ``Driver._run`` returns: ``(logic_or_None, emits, late, fired, touched,
+deadlines_fired)`` (``fired`` counts both kinds)."""
 
 
 class Driver:
@@ -109,6 +121,7 @@ class Driver:
         sides = step.sides
         self._tag = sides.tagged if sides is not None and sides.layout is not None else None
         self._entry = "on_batch" if step.batch else "on_item"
+        self.two_clocks = step.two_clocks  # processing deadlines beside event timers
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
 
     # -- the clock and the rows ---------------------------------------------------
@@ -214,28 +227,37 @@ class Driver:
 
     def activate(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
                  now_ms: Optional[int], *, eof: bool = False, event_times: EventTimes = None,
-                 order: Columns = None, committed_timer: Any = NO_VALUE) -> Activation:
+                 order: Columns = None, committed_timer: Any = NO_VALUE,
+                 processing_ms: Optional[int] = None) -> Activation:
         """One activation of ``key``: restore, timer, items, EOF, commit.
         ``committed_timer``: the timer committed with ``stored``, if the host
-        kept it; a rebuilt logic that disagrees gets a LostStateWarning."""
+        kept it; a rebuilt logic that disagrees gets a LostStateWarning.
+        ``processing_ms``: the processing clock of a two-clock step (None:
+        there is none, deadlines do not fire)."""
         started = perf_counter_ns()
         self.check_key(key, values)
-        token = set_clock(self._clock_at(now_ms))
+        if self.two_clocks is False:
+            processing_ms = None
+        token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
             logic = self._restore(key, stored) if stored is not None else None
             if logic is not None and committed_timer is not NO_VALUE:
                 self._check_rebuilt_timer(key, logic, committed_timer)
             values, event_times = self._arrange(key, values, event_times, order)
-            logic, emits, late, fired, touched = self._run(key, logic, values, now_ms, eof,
-                                                           event_times)
+            logic, emits, late, fired, touched, deadlines = self._run(
+                key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms)
             if not touched and logic is not None:
                 # No callback ran: the stored bytes are still exact; only re-read the timer.
                 timer = self._next_timer(key, logic)
                 act = Activation(emits=emits, state=stored, timer=timer, snapshot=_Lazy,
                                  late=late, armed=self._armed(timer, now_ms),
                                  rows=len(values))
+                if self.two_clocks:
+                    act = act._replace(deadline=self._next_deadline(key, logic))
             else:
                 act = self._commit(key, logic, emits, late, now_ms, len(values), fired)
+                if deadlines:
+                    act = act._replace(deadline_fired=deadlines)
         finally:
             reset_clock(token)
         return self._counted(act, stored is not None, started)
@@ -243,7 +265,8 @@ class Driver:
     def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                       values: Sequence[Any], now_ms: Optional[int], *, eof: bool = False,
                       event_times: EventTimes = None, order: Columns = None,
-                      committed_timer: Any = NO_VALUE) -> Tuple[Activation, Optional[Logic]]:
+                      committed_timer: Any = NO_VALUE, processing_ms: Optional[int] = None
+                      ) -> Tuple[Activation, Optional[Logic]]:
         """``activate`` for a host that keeps live logic objects between
         activations (a long-running Bytewax worker; the offline runner's
         ``restore="on_crash"``): ``logic`` is the key's live object, else
@@ -252,20 +275,26 @@ class Driver:
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
-        token = set_clock(self._clock_at(now_ms))
+        if self.two_clocks is False:
+            processing_ms = None
+        token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
             if logic is None and stored is not None:
                 logic = self._restore(key, stored)
                 if committed_timer is not NO_VALUE:
                     self._check_rebuilt_timer(key, logic, committed_timer)
             values, event_times = self._arrange(key, values, event_times, order)
-            logic, emits, late, fired, _ = self._run(key, logic, values, now_ms, eof,
-                                                     event_times)
+            logic, emits, late, fired, _, deadlines = self._run(
+                key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms)
             timer = None if logic is None else self._next_timer(key, logic)
+            deadline = None
+            if self.two_clocks and logic is not None:
+                deadline = self._next_deadline(key, logic)
         finally:
             reset_clock(token)
         act = Activation(emits=emits, state=None, timer=timer, snapshot=None, late=late,
-                         armed=self._armed(timer, now_ms), rows=len(values), fired=fired)
+                         armed=self._armed(timer, now_ms), rows=len(values), fired=fired,
+                         deadline=deadline, deadline_fired=deadlines)
         if logic is not None:
             act = act._replace(snapshot=_Lazy)
         return self._counted(act, had_state, started, logic is not None), logic
@@ -294,9 +323,12 @@ class Driver:
                             discarded=int(had_state and not has),
                             callback_us=(perf_counter_ns() - started) // 1000)
 
-    def _clock_at(self, now_ms: Optional[int]) -> Optional[Clock]:
+    def _clock_at(self, now_ms: Optional[int], processing_ms: Optional[int] = None
+                  ) -> Optional[Clock]:
         """The clock an activation at ``now_ms`` runs at (set and reset around
         it with a token: ``clock.running_at`` costs a generator per key)."""
+        if processing_ms is not None and now_ms is not None:
+            return Clock(now_ms, self.time.kind, processing_ms)
         return None if now_ms is None else Clock(now_ms, self.time.kind)
 
     def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
@@ -342,13 +374,18 @@ class Driver:
         if not callable(getattr(logic, self._entry, None)):
             raise BuilderError(self.step_id, key, "builder", logic,
                                f"the builder must return a logic object with {self._entry}()")
+        if self.two_clocks is None:  # a builder function: learnt from its first logic
+            self.two_clocks = logic_has_deadlines(logic)
+            if self.two_clocks:
+                check_deadlines(self.step_id, self.time, type(logic).__qualname__)
         return logic
 
     def _run(self, key: Any, logic: Optional[Logic], values: Sequence[Any],
              now_ms: Optional[int], eof: bool, event_times: EventTimes,
-             fire_timer: bool = True, commit_before_eof: bool = False) -> Run:
+             fire_timer: bool = True, commit_before_eof: bool = False,
+             processing_ms: Optional[int] = None) -> Run:
         """Steps 2-4 on a live (or absent) logic; returns
-        ``(logic_or_None, emits, late_count, timers_fired, touched)``.
+        ``(logic_or_None, emits, late_count, timers_fired, touched, deadlines_fired)``.
         ``commit_before_eof`` (bounded input): snapshot a live logic before
         ``on_eof`` as the stream's last commit would, so a snapshot that
         cannot be stored fails in bounded mode too."""
@@ -359,6 +396,14 @@ class Driver:
             touched = True
             fired = 1
             if self._call(key, logic, "on_notify", emits):
+                logic = None
+        deadlines = 0
+        if self.two_clocks and logic is not None and is_due(self._next_deadline(key, logic),
+                                                            processing_ms):
+            touched = True
+            fired += 1
+            deadlines = 1
+            if self._call(key, logic, "on_processing_notify", emits):
                 logic = None
         late = 0
         if event_times is not None and now_ms is not None and len(values):
@@ -381,7 +426,7 @@ class Driver:
                 recovery.encode(self.snapshot(key, logic), step_id=self.step_id, key=key)
             if self._call(key, logic, "on_eof", emits):
                 logic = None
-        return logic, emits, late, fired, touched
+        return logic, emits, late, fired, touched, deadlines
 
     def _drop_late(self, values: Sequence[Any], event_times: Sequence[Optional[int]],
                    watermark_us: int) -> Tuple[List[Any], int]:
@@ -401,7 +446,8 @@ class Driver:
         state = recovery.encode(snapshot, step_id=self.step_id, key=key)
         timer = self._next_timer(key, logic)
         return Activation(emits=emits, state=state, timer=timer, snapshot=snapshot, late=late,
-                          armed=self._armed(timer, now_ms), rows=rows, fired=fired)
+                          armed=self._armed(timer, now_ms), rows=rows, fired=fired,
+                          deadline=self._next_deadline(key, logic) if self.two_clocks else None)
 
     def snapshot(self, key: Any, logic: Logic) -> Any:
         """``logic.snapshot()``, with errors naming the step and key."""
@@ -426,6 +472,23 @@ class Driver:
             raise NotifyAtError(self.step_id, key, "notify_at", moment,
                                 f"notify_at() must return None or an aware datetime: {error}"
                                 ) from None
+
+    def _next_deadline(self, key: Any, logic: Logic) -> Optional[int]:
+        """``processing_notify_at()`` as epoch ms (rounded up), validated as
+        ``notify_at()`` is (two-clock steps only)."""
+        try:
+            moment = forward_deadline(logic)
+        except Exception as error:
+            raise CallbackError(self.step_id, key, "processing_notify_at", NO_VALUE,
+                                f"processing_notify_at() raised {error!r}") from error
+        if moment is None:
+            return None
+        try:
+            return timer_ms(require_aware(moment))
+        except (TypeError, ValueError) as error:
+            raise NotifyAtError(self.step_id, key, "processing_notify_at", moment,
+                                f"processing_notify_at() must return None or an aware "
+                                f"datetime: {error}") from None
 
     # -- bounded input: the whole key as one sequence ---------------------------
 
@@ -452,8 +515,8 @@ class Driver:
         token = set_clock(None)
         try:
             if event_times is None:
-                logic, emits, late, fired, _ = self._run(key, None, values, None, True, None,
-                                                         commit_before_eof=True)
+                logic, emits, late, fired, _, _ = self._run(key, None, values, None, True,
+                                                            None, commit_before_eof=True)
                 act = self._commit(key, logic, emits, late, None, len(values), fired)
             else:
                 act = self._bounded_events(key, values, event_times, sides)
@@ -485,7 +548,7 @@ class Driver:
                 if self._call(key, logic, "on_notify", emits):
                     logic = None
             end = self._run_end(key, logic, event_times, sides, position, clock)
-            logic, more, chunk_late, _, _ = self._run(
+            logic, more, chunk_late, _, _, _ = self._run(
                 key, logic, values[position:end], watermark, False,
                 event_times[position:end], fire_timer=False)
             emits.extend(more)
@@ -497,8 +560,8 @@ class Driver:
             position = end
         watermark = clock.advance()
         set_clock(self._clock_at(watermark))
-        logic, more, _, more_fired, _ = self._run(key, logic, (), watermark, True, None,
-                                                  commit_before_eof=True)
+        logic, more, _, more_fired, _, _ = self._run(key, logic, (), watermark, True, None,
+                                                     commit_before_eof=True)
         emits.extend(more)
         return self._commit(key, logic, emits, late, None, n, fired + more_fired)
 

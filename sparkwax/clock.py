@@ -39,10 +39,13 @@ from .timers import EventTime, from_epoch_ms
 class Clock:
     """``now_ms`` (epoch ms) of one activation; ``kind`` is the time mode's
     (``EventTime.kind``, "event": ``now`` is the watermark, or
-    ``ProcessingTime.kind``, "processing": the micro-batch's processing time)."""
+    ``ProcessingTime.kind``, "processing": the micro-batch's processing time).
+    ``processing_ms``: the processing time of an EventTime step with both
+    timer kinds (None: none)."""
 
     now_ms: int
     kind: str
+    processing_ms: Optional[int] = None
 
     @property
     def now(self) -> datetime:
@@ -96,6 +99,34 @@ def now() -> Optional[datetime]:
     return None if clock is None else clock.now
 
 
+def processing_now() -> Optional[datetime]:
+    """The current activation's processing time (the micro-batch's wall
+    clock) as an aware UTC datetime: ``now()`` in a ProcessingTime step; in
+    an EventTime step whose logic has processing deadlines
+    (``processing_notify_at``), the second clock beside the watermark; None
+    otherwise (and on bounded input and at ``finish``, where there is none).
+    Read it to set a deadline relative to the arrival of a value:
+
+    >>> import sparkwax as sw
+    >>> from datetime import datetime, timezone
+    >>> from sparkwax.testing import Batch, run
+    >>> t = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
+    >>> class Seen(sw.StatefulLogic):
+    ...     def __init__(self, resume=None): pass
+    ...     def on_item(self, value): return [sw.processing_now().hour], sw.DISCARD
+    ...     def processing_notify_at(self): return None
+    ...     def snapshot(self): return None
+    >>> run(Seen, [Batch([("k", {"ts": t})], now=t)], time=sw.EventTime("ts")).by_key
+    {'k': [12]}
+    """
+    clock = _CURRENT.get()
+    if clock is None:
+        return None
+    if not clock.is_watermark:
+        return clock.now
+    return None if clock.processing_ms is None else from_epoch_ms(clock.processing_ms)
+
+
 @contextmanager
 def running_at(clock: Optional[Clock]) -> Iterator[None]:
     """Make ``clock`` current for the block, then restore the previous one."""
@@ -106,4 +137,5 @@ def running_at(clock: Optional[Clock]) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
-__all__ = ["Clock", "current_clock", "now", "reset_clock", "running_at", "set_clock"]
+__all__ = ["Clock", "current_clock", "now", "processing_now", "reset_clock", "running_at",
+           "set_clock"]

@@ -42,7 +42,8 @@ from typing import Any, Callable, Iterable, List, Optional, Tuple, Union, cast
 
 from .clock import now
 from .errors import ConfigError
-from .logic import DISCARD, RETAIN, Builder, ItemLogic, StatefulLogic
+from .logic import (DISCARD, RETAIN, Builder, ItemLogic, StatefulLogic, forward_deadline,
+                    forward_processing_notify)
 from .timers import EventTime, TimeMode
 from .builders import (Duration, FieldSpec, OperatorBuilder, TimeOf, as_timedelta, later,
                        time_getter)
@@ -61,6 +62,12 @@ class TtlLogic(StatefulLogic):
 
     inner: ItemLogic        # the wrapped logic (a StatefulLogic's builder made it)
     last: Optional[datetime]
+    forwards_deadlines = True  # processing deadlines are the inner logic's (uses_deadlines)
+
+    @staticmethod
+    def wrapped_builder(config: TtlConfig) -> Callable[[Any], Any]:
+        """The inner builder of a ``with_ttl`` operator builder's config."""
+        return config[0]
 
     def __init__(self, config: TtlConfig, resume: Any = None) -> None:
         self.builder, self.ttl, self.time_of, self.flush = config
@@ -126,6 +133,12 @@ class TtlLogic(StatefulLogic):
 
     def on_eof(self) -> Tuple[Iterable[Any], bool]:
         return self.inner.on_eof()
+
+    def processing_notify_at(self) -> Optional[datetime]:
+        return forward_deadline(self.inner)
+
+    def on_processing_notify(self) -> Tuple[Iterable[Any], bool]:
+        return forward_processing_notify(self.inner)
 
     def snapshot(self) -> Tuple[Any, Optional[datetime]]:
         return (self.inner.snapshot(), self.last)

@@ -28,7 +28,7 @@ from typing import Any, Iterable, List, Optional, Tuple, Type, Union
 from . import recovery
 from .errors import ConfigError, SparkwaxError
 from .logic import (BatchLogic, Builder, ItemLogic, Logic, StatefulBatchLogic, StatefulLogic,
-                    overrides_notify_at)
+                    forward_deadline, forward_processing_notify, overrides_notify_at)
 
 
 class StateTooLarge(SparkwaxError):
@@ -51,10 +51,17 @@ class Limited:
     snapshot. The snapshot is the inner logic's, unchanged."""
 
     inner: Logic
+    forwards_deadlines = True  # see sparkwax.step.uses_deadlines
 
     def __init__(self, inner: Logic, max_bytes: int) -> None:
         self.inner = inner
         self.max_bytes = max_bytes
+
+    def processing_notify_at(self) -> Optional[datetime]:
+        return forward_deadline(self.inner)
+
+    def on_processing_notify(self) -> Tuple[Iterable[Any], bool]:
+        return forward_processing_notify(self.inner)
 
     def on_notify(self) -> Tuple[Iterable[Any], bool]:
         return self.inner.on_notify()

@@ -29,7 +29,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from datetime import datetime
 from typing import (TYPE_CHECKING, Any, Generic, Iterable, List, Optional, Protocol, Tuple,
-                    Union)
+                    Union, cast)
 
 if TYPE_CHECKING:
     # PEP 696 defaults (typing has them from Python 3.13): a bare ``StatefulLogic``
@@ -79,6 +79,16 @@ class _LogicDefaults(ABC, Generic[V, W, S]):
         """The next time to call ``on_notify`` (aware datetime), or None."""
         return None
 
+    def processing_notify_at(self) -> Optional[datetime]:
+        """A wall-clock deadline (aware datetime) for ``on_processing_notify``,
+        or None. Only in an ``EventTime`` step, beside ``notify_at``'s
+        event-time timer (sparkwax only; Bytewax has no such method)."""
+        return None
+
+    def on_processing_notify(self) -> Tuple[Iterable[W], bool]:
+        """The processing time passed ``processing_notify_at``."""
+        return (_EMPTY, RETAIN)
+
     @abstractmethod
     def snapshot(self) -> S:
         """An immutable, picklable copy of the state, passed to the builder."""
@@ -88,7 +98,8 @@ class StatefulLogic(_LogicDefaults[V, W, S]):
     """Per-key logic fed one value at a time.
 
     Call order in one activation: ``on_notify`` (if the timer is due), then
-    ``on_item`` per value, then ``on_eof`` (bounded input or ``finish``), then
+    ``on_processing_notify`` (if a processing deadline is due, ``EventTime``
+    steps only), then ``on_item`` per value, then ``on_eof`` (bounded input or ``finish``), then
     ``notify_at`` and ``snapshot`` if the logic is retained.
     """
 
@@ -152,17 +163,31 @@ if TYPE_CHECKING:  # mypy checks that the base classes are logic objects; nothin
         return item, batch
 
 
-def overrides_notify_at(logic_type: type) -> bool:
-    """True when a logic class defines its own ``notify_at`` (it may use timers).
+def forward_deadline(inner: Any) -> Optional[datetime]:
+    """``inner.processing_notify_at()``, or None for a logic without it (a
+    Bytewax logic): what a wrapper logic (ttl, state limit) forwards."""
+    method = getattr(inner, "processing_notify_at", None)
+    return None if method is None else cast(Optional[datetime], method())
+
+
+def forward_processing_notify(inner: Any) -> Tuple[Iterable[Any], bool]:
+    """``inner.on_processing_notify()`` (the default for a logic without it)."""
+    method = getattr(inner, "on_processing_notify", None)
+    return (_EMPTY, RETAIN) if method is None else cast(Tuple[Iterable[Any], bool], method())
+
+
+def overrides_notify_at(logic_type: type, method: str = "notify_at") -> bool:
+    """True when a logic class defines its own ``notify_at`` (it may use timers),
+    or its own ``method`` (``"processing_notify_at"``: processing deadlines).
 
     >>> class NoTimer(StatefulLogic):
     ...     def on_item(self, v): return (), RETAIN
     ...     def snapshot(self): return None
-    >>> overrides_notify_at(NoTimer)
-    False
+    >>> overrides_notify_at(NoTimer), overrides_notify_at(NoTimer, "processing_notify_at")
+    (False, False)
     """
     for klass in logic_type.__mro__:
-        if "notify_at" in vars(klass):
+        if method in vars(klass):
             module = getattr(klass, "__module__", "") or ""
             is_base = klass.__name__ in ("StatefulLogic", "StatefulBatchLogic",
                                          "_LogicDefaults") and (

@@ -39,8 +39,10 @@ class StepMetrics:
 
     ``rows_in``: values handed to the step (late ones included);
     ``rows_late``: values dropped as late (event time at or behind the
-    watermark, or null) in EventTime mode; ``timers_fired``: ``on_notify``
-    calls; ``keys_created`` / ``keys_discarded``: keys that came into / went
+    watermark, or null) in EventTime mode; ``timers_fired``: timers fired,
+    of both kinds (``on_notify`` and ``on_processing_notify`` calls), of
+    which ``processing_timers_fired`` were processing-time deadlines of a
+    two-clock step (``event_timers_fired`` is the rest); ``keys_created`` / ``keys_discarded``: keys that came into / went
     out of the state store (a key created and discarded within one
     activation counts in neither); ``emits``: values emitted;
     ``callback_us``: Python time spent in activations (builder, callbacks,
@@ -55,6 +57,12 @@ class StepMetrics:
     keys_discarded: int = 0
     emits: int = 0
     callback_us: int = 0
+    processing_timers_fired: int = 0
+
+    @property
+    def event_timers_fired(self) -> int:
+        """``on_notify`` calls (the step's own clock)."""
+        return self.timers_fired - self.processing_timers_fired
 
     def __add__(self, other: "StepMetrics") -> "StepMetrics":
         return StepMetrics(*(a + b for a, b in zip(self.values(), other.values())))

@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 from .builders import Duration, OperatorBuilder
 from .errors import BuilderError, ConfigError, NO_VALUE
 from .expiry import Ttl, step_ttl
-from .limits import with_state_limit
+from .limits import StateLimitBuilder, with_state_limit
 from .logic import Builder, overrides_notify_at
 from .sides import Sides
 from .timers import EventTime, ProcessingTime, TimeMode
@@ -34,6 +34,7 @@ OrderBy = Union[Tuple[str, ...], Callable[[Any], Any]]
 """``order_by``: field names (every host) or, offline only, a callable."""
 
 TtlSpec = Union[None, Duration, Ttl]
+DEADLINE_METHOD = "processing_notify_at"
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,11 @@ class Step:
     names, a callable (offline only) or ``()``; ``ttl``: idle expiry;
     ``max_state_bytes``: the cap on a key's stored state; ``sides``: the
     inputs of a connected step; ``value``: on Spark, the one column whose
-    scalar the logic gets; ``output_schema``: DDL or a StructType, where known.
+    scalar the logic gets; ``output_schema``: DDL or a StructType, where known;
+    ``two_clocks``: an ``EventTime`` step whose logic also has processing
+    deadlines (``processing_notify_at``; see :func:`uses_deadlines`); None
+    while unknown (a builder function: the driver learns it from the first
+    logic it builds, a Spark plan from a sample, :meth:`knowing_deadlines`).
     """
 
     builder: Builder
@@ -59,6 +64,7 @@ class Step:
     sides: Optional[Sides] = None
     value: Optional[str] = None
     output_schema: Any = None
+    two_clocks: Optional[bool] = False
 
     @classmethod
     def of(cls, builder: Union[Builder, Any], *, step_id: Optional[str] = None,
@@ -97,11 +103,14 @@ class Step:
                 sides = Sides(tuple(sides))
             except ConfigError as error:
                 raise ConfigError(f"step {name!r}: {error}") from None
+        two_clocks = uses_deadlines(builder)
+        if two_clocks:
+            check_deadlines(name, time, builder_name(builder))
         return cls(builder=builder, step_id=name, time=time, batch=batch,
                    order_by=order_fields(order_by, name), ttl=ttl_spec(ttl, name, time, batch,
                                                                         value),
                    max_state_bytes=max_state_bytes, sides=sides, value=value,
-                   output_schema=output_schema)
+                   output_schema=output_schema, two_clocks=two_clocks)
 
     def but(self, **changes: Any) -> "Step":
         """A copy with some fields changed (a host's own ``step_id``...)."""
@@ -122,6 +131,16 @@ class Step:
             built = with_state_limit(built, self.max_state_bytes)
         return built
 
+    def knowing_deadlines(self) -> "Step":
+        """This step with ``two_clocks`` known (a Spark plan needs it before
+        any logic runs): a builder function builds one sample logic."""
+        if self.two_clocks is not None:
+            return self
+        found = uses_deadlines(self.builder, sample=True)
+        if found:
+            check_deadlines(self.step_id, self.time, builder_name(self.builder))
+        return self.but(two_clocks=bool(found))
+
     def uses_timers(self) -> bool:
         """Whether the step's logic may ask for timers (its class overrides
         ``notify_at``, or ``ttl=`` sets one): steps without timers run with
@@ -139,6 +158,55 @@ class Step:
                                f"the builder raised {error!r} when sparkwax built a sample "
                                "logic to see whether it uses timers") from error
         return overrides_notify_at(type(sample))
+
+
+def check_deadlines(step_id: str, time: TimeMode, logic_name: str) -> None:
+    """Processing deadlines need an EventTime step (one clock otherwise)."""
+    if not isinstance(time, EventTime):
+        raise ConfigError(
+            f"step {step_id!r}: {logic_name} has processing_notify_at(), a processing-time "
+            f"deadline beside notify_at(); that needs an EventTime step. In a "
+            f"ProcessingTime step there is one clock: use notify_at()")
+
+
+def uses_deadlines(builder: Any, sample: bool = False) -> Optional[bool]:
+    """Whether ``builder``'s logics have processing deadlines: their class
+    overrides ``processing_notify_at`` (checked on the class, like
+    ``overrides_notify_at``; through the ttl and state-limit wrappers, which
+    forward it). None for a builder that is not a class or an operator,
+    unless ``sample``: then it builds one sample logic (if that raises, the
+    error comes at the first activation, and the answer is False).
+
+    >>> from sparkwax.testing.reference import Counter
+    >>> uses_deadlines(Counter), uses_deadlines(lambda resume: Counter(resume))
+    (False, None)
+    """
+    inner = builder
+    while not isinstance(inner, type):
+        if isinstance(inner, OperatorBuilder):
+            wrapped = getattr(inner.logic, "wrapped_builder", None)
+            if wrapped is None:
+                return overrides_notify_at(inner.logic, DEADLINE_METHOD)
+            inner = wrapped(inner.config)
+        elif isinstance(inner, StateLimitBuilder):
+            inner = inner.builder
+        elif not sample:
+            return None
+        else:
+            try:
+                built = inner(None)
+            except Exception:
+                return False
+            return logic_has_deadlines(built)
+    return overrides_notify_at(inner, DEADLINE_METHOD)
+
+
+def logic_has_deadlines(logic: Any) -> bool:
+    """Whether a built logic (through the ttl and state-limit wrappers) has
+    its own ``processing_notify_at``."""
+    while getattr(type(logic), "forwards_deadlines", False):
+        logic = logic.inner
+    return overrides_notify_at(type(logic), DEADLINE_METHOD)
 
 
 def builder_name(builder: Any) -> str:
@@ -196,4 +264,5 @@ def ttl_spec(ttl: TtlSpec, step_id: str, time: TimeMode, batch: bool,
     return spec
 
 
-__all__ = ["OrderBy", "Step", "builder_name", "check_builder", "order_fields", "ttl_spec"]
+__all__ = ["OrderBy", "Step", "builder_name", "check_builder", "order_fields", "ttl_spec",
+           "check_deadlines", "logic_has_deadlines", "uses_deadlines"]

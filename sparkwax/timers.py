@@ -232,6 +232,59 @@ def timeout_fired(timeout: Any, now_ms: int) -> Any:
     return timeout is not None and timeout < now_ms
 
 
+class Deadlines:
+    """The timer plan of a step with both timer kinds: an ``EventTime`` step
+    whose logic also has ``processing_notify_at`` (a wall-clock deadline).
+
+    A key keeps two next timers in epoch ms: ``timer`` (``notify_at``, on
+    the watermark) and ``deadline`` (``processing_notify_at``, on the
+    processing time). It is woken when either is due; a host that can wait
+    on one clock only (Spark's ``ProcessingTimeTimeout``) wakes a key with an
+    event timer at every micro-batch to compare it with the watermark.
+
+    >>> Deadlines.due(timer=5_000, deadline=None, watermark_ms=5_000, processing_ms=0)
+    True
+    >>> Deadlines.due(timer=9_000, deadline=70_000, watermark_ms=5_000, processing_ms=60_000)
+    False
+    >>> Deadlines.wake_ms(timer=None, deadline=70_000, processing_ms=60_000)
+    9999
+    >>> Deadlines.wake_ms(timer=9_000, deadline=70_000, processing_ms=60_000)  # next batch
+    1
+    >>> Deadlines.wake_ms(timer=None, deadline=None, processing_ms=60_000) is None
+    True
+    """
+
+    @staticmethod
+    def due(timer: Optional[int], deadline: Optional[int], watermark_ms: Optional[int],
+            processing_ms: Optional[int]) -> bool:
+        """Whether a key has something to fire: its event timer at or behind
+        the watermark, or its deadline at or behind the processing time."""
+        return is_due(timer, watermark_ms) or is_due(deadline, processing_ms)
+
+    @staticmethod
+    def due_columns(timers: npt.NDArray[np.int64], deadlines: npt.NDArray[np.int64],
+                    missing: int, watermark_ms: int, processing_ms: int
+                    ) -> npt.NDArray[np.bool_]:
+        """:meth:`due` element-wise over a packed bucket's columns (``missing``
+        marks "none")."""
+        due: npt.NDArray[np.bool_] = (((timers != missing) & (timers <= watermark_ms))
+                                      | ((deadlines != missing) & (deadlines <= processing_ms)))
+        return due
+
+    @staticmethod
+    def wake_ms(timer: Optional[int], deadline: Optional[int], processing_ms: int
+                ) -> Optional[int]:
+        """The ``setTimeoutDuration`` (ms, > 0) that wakes a key on Spark's
+        ``ProcessingTimeTimeout``: the shortest while an event timer is
+        pending (the next micro-batch compares it with the watermark), else
+        the deadline's; None: nothing to wait for."""
+        if timer is not None:
+            return 1
+        if deadline is not None:
+            return processing_timeout_duration_ms(deadline, processing_ms)
+        return None
+
+
 def require_aware(moment: object) -> datetime:
     """Return ``moment`` converted to UTC, or raise TypeError/ValueError."""
     if not isinstance(moment, datetime):
@@ -314,7 +367,7 @@ class Watermark:
 
 
 __all__ = [
-    "EPOCH", "EventTime", "ProcessingTime", "TimeMode", "UTC", "Watermark",
+    "Deadlines", "EPOCH", "EventTime", "ProcessingTime", "TimeMode", "UTC", "Watermark",
     "duration_ms", "event_timeout_ms", "from_epoch_ms", "is_due",
     "processing_timeout_duration_ms", "require_aware", "timeout_fired", "timer_ms",
     "to_epoch_ms", "to_epoch_us",

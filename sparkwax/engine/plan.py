@@ -26,11 +26,15 @@ from .outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from .session import max_snapshot_bytes
 from .shipping import ship_function
+from . import two_clocks as two_clock_hosts
 from .start import STEP_METADATA
 from .storage import is_connect
 
 STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
                              T.StructField("timer", T.LongType(), True)])
+TWO_CLOCK_STATE_SCHEMA = T.StructType([*STATE_SCHEMA.fields,
+                                       T.StructField("deadline", T.LongType(), True)])
+"""A per-key step with both timer kinds: the processing deadline beside the timer."""
 _EVENT_US = "__sw_event_us"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -110,6 +114,9 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     if not value_names:
         raise ConfigError(f"step {step_id!r}: no value columns left besides the key {keys}")
 
+    if df.isStreaming:
+        step = step.knowing_deadlines()  # both timer kinds: another timeout and host
+    two_clocks = bool(step.two_clocks) and df.isStreaming
     driver = Driver(step)
     spark = df.sparkSession
     projected = _project(df, keys, value_names, order, fields, time)
@@ -131,6 +138,9 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         projected = projected.withWatermark(time.column, time.spark_delay)
     timeout = time.spark_timeout if step.uses_timers() else NO_TIMEOUT
     watermarked = event or step.sides is not None
+    if two_clocks:
+        timeout = two_clock_hosts.TIMEOUT
+        state_format += " two-clock"
     function: Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
     if host == "packed":
         assert buckets is not None  # _bucket_count set it above
@@ -139,8 +149,9 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
             function = PackedBoundedHost(driver, layout, outputs, keys)
             return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
                 _as_function(function, spark), schema=out_schema)
-        function = PackedHost(driver, layout, outputs, timeout, keys, buckets,
-                              max_snapshot_bytes(spark))
+        packed = two_clock_hosts.TwoClockPackedHost if two_clocks else PackedHost
+        function = packed(driver, layout, outputs, timeout, keys, buckets,
+                          max_snapshot_bytes(spark))
         grouped = _input_counted(projected, step_id, watermarked).select("*", bucket) \
             .groupBy(BUCKET_COLUMN)
         return _streaming_step(grouped, _as_function(function, spark), out_schema,
@@ -151,9 +162,11 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         function = BoundedHost(driver, layout, outputs, single)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
-    function = StreamingHost(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
+    per_key = two_clock_hosts.TwoClockHost if two_clocks else StreamingHost
+    function = per_key(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
     grouped = _input_counted(projected, step_id, watermarked).groupBy(*grouped_on)
-    return _streaming_step(grouped, _as_function(function, spark), out_schema, STATE_SCHEMA,
+    return _streaming_step(grouped, _as_function(function, spark), out_schema,
+                           TWO_CLOCK_STATE_SCHEMA if two_clocks else STATE_SCHEMA,
                            timeout, step_id, _step_description(
                                step_id, keys, fields, schema, time, timeout,
                                f"per_key/1{state_format}"))
@@ -217,6 +230,7 @@ def _step_description(step_id, keys, fields, schema, time, timeout, state) -> di
         else None,
         "timers": timeout != NO_TIMEOUT,
         "state": state,
+        **({"deadlines": True} if "two-clock" in state else {}),
     }
 
 

@@ -116,7 +116,7 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     for name, value in (options or {}).items():
         writer = writer.option(name, value)
     if trigger is None and any(s.get("time") == "processing" and s.get("timers")
-                               for s in steps):
+                               or s.get("deadlines") for s in steps):
         trigger = {"processingTime": "1 second"}
     if trigger:
         writer = writer.trigger(**trigger)

@@ -28,6 +28,7 @@ from .final import count_final, fold_final, max_final, min_final, reduce_final
 from .joins import joiner
 from .limits import StateTooLarge, with_state_limit
 from .many_timers import Timers
+from .max_wait import with_max_wait
 from .recipes import Throttled, deduplicate, session, throttle
 from .rules import Rules, rules_from, with_rules
 from .running import fold, reduce
@@ -46,5 +47,5 @@ __all__ = sorted([
     "fold", "fold_final", "fold_window", "join_window", "joiner", "max_final",
     "max_window", "mean_window", "min_final", "min_window", "reduce", "reduce_final",
     "reduce_window", "rules_from", "sequence", "session", "stateful_filter",
-    "stateful_flat_map", "stateful_map", "sum_window", "tag", "throttle", "window_schema", "with_rules", "with_state_limit", "with_ttl",
+    "stateful_flat_map", "stateful_map", "sum_window", "tag", "throttle", "window_schema", "with_max_wait", "with_rules", "with_state_limit", "with_ttl",
 ])

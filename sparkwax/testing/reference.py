@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, List, Optional, Tuple
 
+from ..clock import processing_now as now_processing
 from ..logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic
 
 
@@ -161,3 +162,66 @@ class Accumulator(StatefulLogic):
 
     def snapshot(self):
         return (self.total, self.count, self.latest, self.timer)
+
+
+class IdleAlarm(StatefulLogic):
+    """Both timer kinds in one logic (an ``EventTime`` step): counts a key's
+    values in event-time windows of ``WINDOW`` from the first value's time
+    (closed by ``notify_at``: emits ``("window", count)``) and raises
+    ``("idle", total)`` once no value has come for ``value["idle_ms"]`` of
+    processing time (``processing_notify_at``; a value without ``idle_ms``
+    or with None cancels the alarm). A value with ``"alarm_discard": True``
+    makes that alarm DISCARD the key; ``on_eof`` emits ``("eof", total)``.
+    Emits never depend on when the wall
+    clock fired, so Spark's and the offline runner's outputs compare.
+
+    >>> import sparkwax as sw
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from sparkwax.testing import Batch, Tick, run
+    >>> t = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    >>> script = [Batch([("card", {"ts": t, "idle_ms": 60_000})], now=t),
+    ...           Tick(now=t + timedelta(minutes=5))]       # the source stalls: no watermark
+    >>> run(IdleAlarm, script, time=sw.EventTime("ts")).by_key
+    {'card': [('idle', 1)]}
+    """
+
+    WINDOW = timedelta(minutes=10)
+
+    def __init__(self, resume: Optional[tuple] = None):
+        self.count, self.total, self.window_end, self.deadline, self.discard = (
+            resume or (0, 0, None, None, False))
+
+    def on_item(self, value):
+        if self.window_end is None:
+            self.window_end = value["ts"] + self.WINDOW
+        self.count += 1
+        self.total += 1
+        idle = value.get("idle_ms")
+        processing = now_processing()
+        if idle is None or idle != idle or processing is None:  # None, NaN, or no clock
+            self.deadline = None
+        else:
+            self.deadline = processing + timedelta(milliseconds=int(idle))
+        self.discard = bool(value.get("alarm_discard"))
+        return [], RETAIN
+
+    def notify_at(self):
+        return self.window_end
+
+    def on_notify(self):
+        out = [("window", self.count)]
+        self.count, self.window_end = 0, None
+        return out, RETAIN
+
+    def processing_notify_at(self):
+        return self.deadline
+
+    def on_processing_notify(self):
+        self.deadline = None
+        return [("idle", self.total)], DISCARD if self.discard else RETAIN
+
+    def on_eof(self):
+        return [("eof", self.total)], RETAIN
+
+    def snapshot(self):
+        return (self.count, self.total, self.window_end, self.deadline, self.discard)

@@ -7,7 +7,8 @@ reads each batch's input files with Spark (the query's reader options:
 ``source_format``, ``source_schema``, ``source_options``), runs them batch by
 batch through a ``Runner`` with the step's settings (ProcessingTime: ``now``
 is the batch's ``batchTimestampMs``; EventTime: the runner's own watermark,
-checked against the log's ``batchWatermarkMs``) and, given ``sink=``,
+checked against the log's ``batchWatermarkMs``, and ``batchTimestampMs`` as
+the processing clock of a step with both timer kinds) and, given ``sink=``,
 compares per batch and per key (never by global order) with the rows the sink
 committed: Spark's file sink (its ``_spark_metadata`` log) or the test
 harness's ``foreachBatch`` Parquet (``sparkwax.testing.spark``).
@@ -233,7 +234,7 @@ def replay_batches(step: Step, batches: Sequence[Tuple[Any, List[Tuple[Any, Any]
         before = len(runner.result.outputs)
         late = runner.result.late
         offline_watermark = runner.now_ms if event else None
-        now = None if event else from_epoch_ms(planned.timestamp_ms)
+        now = from_epoch_ms(planned.timestamp_ms)  # EventTime: the deadlines' clock
         try:
             if planned.has_data:
                 runner.batch(items, now=now)

@@ -27,8 +27,8 @@ from ..logic import Builder
 from ..metrics import StepMetrics
 from ..schema import OutputSchema
 from ..step import Step
-from ..timers import (EventTime, TimeMode, Watermark, from_epoch_ms, require_aware,
-                      timeout_fired, to_epoch_ms)
+from ..timers import (Deadlines, EventTime, TimeMode, Watermark, from_epoch_ms,
+                      require_aware, timeout_fired, to_epoch_ms)
 from .script import Batch, Crash, Eof, ScriptStep, Tick
 
 RESTORE_MODES = ("always", "on_crash")
@@ -45,6 +45,7 @@ class RunResult:
     outputs: List[Tuple[Any, Any]] = field(default_factory=list)  # (key, value), emission order
     snapshots: Dict[Any, Any] = field(default_factory=dict)      # key -> last committed snapshot
     timers: Dict[Any, datetime] = field(default_factory=dict)    # key -> next notify_at (UTC)
+    deadlines: Dict[Any, datetime] = field(default_factory=dict)  # -> processing_notify_at
     late: int = 0                                                # values dropped as late
     activations: int = 0
     lost_state: List[str] = field(default_factory=list)          # LostStateWarning messages
@@ -84,6 +85,10 @@ class Runner:
     ``no_data_batches=False``: never add the no-data batch Spark runs when
     the watermark moved (for a script that lists every batch Spark ran, as
     ``replay`` rebuilds them from a checkpoint's logs).
+    In EventTime mode the runner keeps two clocks: the watermark (computed
+    from the items) and the processing time (``now=`` of ``Batch`` and
+    ``Tick``; default: the previous batch's), which only processing deadlines
+    (``processing_notify_at``) read.
     """
 
     def __init__(self, builder: Union[Builder, Step], *, time: Optional[TimeMode] = None,
@@ -108,6 +113,8 @@ class Runner:
         self.live: Dict[Any, Any] = {}           # live logic objects (restore="on_crash")
         self.timers: Dict[Any, int] = {}         # key -> next notify_at (ms)
         self.timeouts: Dict[Any, int] = {}       # key -> what Spark would have armed
+        self.deadlines: Dict[Any, int] = {}      # key -> next processing_notify_at (ms)
+        self.processing_ms = 0          # EventTime mode: the processing clock
         self.result = RunResult()
         self._pending_tick = False
         self.no_data_batches = no_data_batches  # False: the script lists every batch (replay)
@@ -152,8 +159,7 @@ class Runner:
                 groups[pair[0]] = [pair[1]]
             else:
                 group.append(pair[1])
-        due = [k for k, t in self.timeouts.items() if k not in groups
-               and timeout_fired(t, self.now_ms)]
+        due = [k for k in self._due() if k not in groups]
         counts = StepMetrics()
         for key in sorted_keys(list(groups) + due):
             counts += self._activate(key, groups.get(key, ()))
@@ -166,8 +172,7 @@ class Runner:
         self._set_now(now)
         self._pending_tick = False
         counts = StepMetrics()
-        for key in sorted_keys([k for k, t in self.timeouts.items()
-                                if timeout_fired(t, self.now_ms)]):
+        for key in sorted_keys(self._due()):
             counts += self._activate(key, ())
         self._end_batch(counts)
 
@@ -203,6 +208,7 @@ class Runner:
             else:
                 result.snapshots[key] = self.driver.decode(key, self.blobs[key])
         result.timers = {k: from_epoch_ms(t) for k, t in self.timers.items()}
+        result.deadlines = {k: from_epoch_ms(t) for k, t in self.deadlines.items()}
         result.lost_state = list(self.driver.lost_state)
         return result
 
@@ -212,12 +218,26 @@ class Runner:
         if self.ended:
             raise ConfigError(f"{what} after Eof(); {AFTER_EOF}")
 
+    def _due(self) -> List[Any]:
+        """Keys whose timeout Spark would fire in this micro-batch (a step
+        with both timer kinds: whose timer or deadline is due, see
+        ``timers.Deadlines``)."""
+        if not self.driver.two_clocks:
+            return [k for k, t in self.timeouts.items() if timeout_fired(t, self.now_ms)]
+        timers, deadlines = self.timers, self.deadlines
+        return [k for k in dict.fromkeys([*timers, *deadlines])
+                if Deadlines.due(timers.get(k), deadlines.get(k), self.now_ms,
+                                 self.processing_ms)]
+
     def _activate(self, key, values: Sequence, eof: bool = False) -> StepMetrics:
         times, order = self.driver.read_columns(key, values)
+        # finish (Eof) has no processing clock: deadlines do not fire there
+        processing = None if eof else self.processing_ms
         if self.restore == "always":
             act = self.driver.activate(key, self.blobs.get(key), values, self.now_ms, eof=eof,
                                        event_times=times, order=order,
-                                       committed_timer=self.timers.get(key))
+                                       committed_timer=self.timers.get(key),
+                                       processing_ms=processing)
             self._check_outputs(key, act)
             if act.state is None:
                 self.blobs.pop(key, None)
@@ -226,7 +246,8 @@ class Runner:
         else:
             act, logic = self.driver.activate_live(
                 key, self.live.pop(key, None), self.blobs.pop(key, None), values, self.now_ms,
-                eof=eof, event_times=times, order=order, committed_timer=self.timers.get(key))
+                eof=eof, event_times=times, order=order, committed_timer=self.timers.get(key),
+                processing_ms=processing)
             self._check_outputs(key, act)
             if logic is not None:
                 self.live[key] = logic
@@ -253,19 +274,23 @@ class Runner:
         else:
             self.timers[key] = act.timer
             self.timeouts[key] = act.armed
+        if act.deadline is None:
+            self.deadlines.pop(key, None)
+        else:
+            self.deadlines[key] = act.deadline
 
     def _set_now(self, now: Optional[datetime]) -> None:
-        if isinstance(self.time, EventTime):
-            if now is not None:
-                raise ConfigError("in EventTime mode `now` is the watermark, computed from "
-                                  "the items; do not pass now=")
-            return
+        """``now=``: the processing time (in EventTime mode, where ``now_ms``
+        is the watermark, the second clock, read by processing deadlines)."""
         if now is not None:
             try:
                 moment = require_aware(now)
             except (TypeError, ValueError) as error:
                 raise ConfigError(f"now= must be an aware datetime: {error} ({now!r})") from None
-            self.now_ms = to_epoch_ms(moment)
+            if isinstance(self.time, EventTime):
+                self.processing_ms = to_epoch_ms(moment)
+            else:
+                self.now_ms = to_epoch_ms(moment)
 
     def _advance_watermark(self, groups: Dict[Any, List[Any]]) -> None:
         """Spark's watermark after a batch: per input (side), then the minimum

@@ -16,9 +16,10 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 @dataclass(frozen=True)
 class Batch:
     """A micro-batch with data: ``items`` are ``(key, value)`` pairs in arrival
-    order. ``now`` is the processing time (ProcessingTime mode; default: the
-    previous batch's). In EventTime mode ``now`` is the watermark, computed
-    from earlier batches like Spark does, and must not be given."""
+    order. ``now`` is the processing time (default: the previous batch's).
+    In EventTime mode the activation clock is the watermark, computed from
+    earlier batches like Spark does; ``now`` there sets the second clock,
+    read only by processing deadlines (``processing_notify_at``)."""
 
     items: Sequence[Tuple[Any, Any]] = field(default_factory=list)
     now: Optional[datetime] = None

@@ -17,8 +17,8 @@ PUBLIC = {
         "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
         "ProcessingTime", "RETAIN", "ReturnValueError", "SchemaError", "SnapshotError",
         "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "connect",
-        "current_clock", "finish", "follow", "join", "local_session", "now", "split_late",
-        "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
+        "current_clock", "finish", "follow", "join", "local_session", "now", "processing_now",
+        "split_late", "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
     ],
     "sparkwax.operators": [
         "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",
@@ -28,7 +28,7 @@ PUBLIC = {
         "max_final", "max_window", "mean_window", "min_final", "min_window", "reduce",
         "reduce_final", "reduce_window", "rules_from", "sequence", "session",
         "stateful_filter", "stateful_flat_map", "stateful_map", "sum_window", "tag",
-        "throttle", "window_schema", "with_rules",
+        "throttle", "window_schema", "with_max_wait", "with_rules",
         "with_state_limit", "with_ttl",
     ],
     "sparkwax.testing": [

@@ -102,17 +102,21 @@ def crash_points(*, batches: int, max_crashes: int = 3) -> SearchStrategy:
 @st.composite
 def scripts(draw, *, items: Optional[SearchStrategy] = None, time=None,
             crashes: bool = True, ticks: bool = True, eof: bool = True,
-            max_batches: int = 8, clock: Optional[SearchStrategy] = None) -> list:
+            max_batches: int = 8, clock: Optional[SearchStrategy] = None,
+            two_clocks: bool = False) -> list:
     """Whole scripts: batches of ``items`` (default: keyed ints, or timestamped
-    items in EventTime mode), processing times in ProcessingTime mode, crash
-    points, a few no-data batches, and (if ``eof``) a final Eof."""
+    items in EventTime mode), processing times in ProcessingTime mode (and in
+    EventTime mode with ``two_clocks``, for a logic with processing deadlines:
+    batches and ticks then advance the processing clock beside the
+    watermark), crash points, a few no-data batches, and (if ``eof``) a final
+    Eof."""
     event = isinstance(time, EventTime)
     if items is None:
         items = timestamped_items(column=time.column) if event else keyed_items()
     batches = draw(micro_batches(items=items, max_batches=max_batches))
     crash_at = set(draw(crash_points(batches=len(batches)))) if crashes else set()
     tick_at = set(draw(st.lists(st.integers(0, len(batches)), max_size=2))) if ticks else set()
-    nows = None if event else draw(clock if clock is not None else clock_advances(
+    nows = None if event and not two_clocks else draw(clock if clock is not None else clock_advances(
         count=len(batches) + len(tick_at)))
     script: list = []
     now_index = 0

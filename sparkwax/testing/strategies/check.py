@@ -79,6 +79,10 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
     (d) a logic rebuilt from its snapshot has the same ``notify_at()`` as the
         logic that committed it (no LostStateWarning).
 
+    A logic with processing deadlines (``processing_notify_at``, EventTime
+    mode) gets scripts whose batches and ticks also advance the processing
+    clock, so both kinds of timer fire.
+
     ``items`` is a strategy of ``(key, value)`` lists (see ``keyed_items`` and
     ``timestamped_items``); ``time``, ``batch``, ``order_by``, ``ttl``,
     ``max_state_bytes``, ``sides`` (a connected step's side names) and
@@ -89,7 +93,8 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
                    ttl=ttl, max_state_bytes=max_state_bytes, sides=sides,
                    output_schema=output_schema)
     output_checker(step)  # a bad schema fails here, not inside every example
-    strategy = scripts_strategy(items=items, time=time, eof=eof)
+    strategy = scripts_strategy(items=items, time=time, eof=eof,
+                                two_clocks=bool(step.knowing_deadlines().two_clocks))
     chosen = settings or hypothesis_settings(
         max_examples=max_examples, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
