@@ -73,6 +73,15 @@ class Activation(NamedTuple):
                            len(self.emits), self.callback_us)
 
 
+def _activation(emits: List[Any], state: Optional[bytes], timer: Optional[int],
+                snapshot: Any, late: int, armed: Optional[int], rows: int,
+                fired: int) -> Activation:
+    """An Activation before ``Driver._counted`` (positional: the keyword
+    constructor costs more than the rest of a small activation)."""
+    return Activation._make((emits, state, timer, snapshot, late, armed, rows, fired, 0, 0, 0))
+
+
+_COUNTED = Activation._fields.index("created")  # the fields before the counts
 _ONE_INPUT = (0,)
 _MISSING = object()
 Columns = Optional[Sequence[Sequence[Any]]]
@@ -110,6 +119,7 @@ class Driver:
         self._tag = sides.tagged if sides is not None and sides.layout is not None else None
         self._entry = "on_batch" if step.batch else "on_item"
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
+        self._clock: Optional[Clock] = None  # the last activation's (reused at the same now)
 
     # -- the clock and the rows ---------------------------------------------------
 
@@ -264,10 +274,8 @@ class Driver:
             timer = None if logic is None else self._next_timer(key, logic)
         finally:
             reset_clock(token)
-        act = Activation(emits=emits, state=None, timer=timer, snapshot=None, late=late,
-                         armed=self._armed(timer, now_ms), rows=len(values), fired=fired)
-        if logic is not None:
-            act = act._replace(snapshot=_Lazy)
+        act = _activation(emits, None, timer, None if logic is None else _Lazy, late,
+                          self._armed(timer, now_ms), len(values), fired)
         return self._counted(act, had_state, started, logic is not None), logic
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
@@ -280,7 +288,10 @@ class Driver:
 
     def check_key(self, key: Any, values: Sequence[Any]) -> None:
         """Null and NaN keys are refused: they are almost always a data bug."""
-        parts = key if type(key) is tuple else (key,)
+        kind = type(key)
+        if kind is str or kind is int:  # the common keys: never null nor NaN
+            return
+        parts = key if kind is tuple else (key,)
         for part in parts:
             if part is None or part != part:
                 raise InputError(self.step_id, key, "key", values[0] if len(values) else
@@ -289,15 +300,22 @@ class Driver:
 
     def _counted(self, act: Activation, had_state: bool, started: int,
                  has_state: Optional[bool] = None) -> Activation:
+        """``act`` with its key counts and time (a tuple built once: no ``_replace``)."""
         has = act.state is not None if has_state is None else has_state
-        return act._replace(created=int(has and not had_state),
-                            discarded=int(had_state and not has),
-                            callback_us=(perf_counter_ns() - started) // 1000)
+        return Activation._make((*act[:_COUNTED], int(has and not had_state),
+                                 int(had_state and not has),
+                                 (perf_counter_ns() - started) // 1000))
 
     def _clock_at(self, now_ms: Optional[int]) -> Optional[Clock]:
         """The clock an activation at ``now_ms`` runs at (set and reset around
-        it with a token: ``clock.running_at`` costs a generator per key)."""
-        return None if now_ms is None else Clock(now_ms, self.time.kind)
+        it with a token: ``clock.running_at`` costs a generator per key). A
+        Clock is frozen: the keys of one micro-batch share one."""
+        if now_ms is None:
+            return None
+        clock = self._clock
+        if clock is None or clock.now_ms != now_ms:
+            clock = self._clock = Clock(now_ms, self.time.kind)
+        return clock
 
     def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
         if timer is None or now_ms is None:
@@ -395,13 +413,12 @@ class Driver:
                 now_ms: Optional[int], rows: int, fired: int) -> Activation:
         """Step 5: snapshot, timer and armed timeout of a retained logic, or no state."""
         if logic is None:
-            return Activation(emits=emits, state=None, timer=None, snapshot=None, late=late,
-                              rows=rows, fired=fired)
+            return _activation(emits, None, None, None, late, None, rows, fired)
         snapshot = self.snapshot(key, logic)
         state = recovery.encode(snapshot, step_id=self.step_id, key=key)
         timer = self._next_timer(key, logic)
-        return Activation(emits=emits, state=state, timer=timer, snapshot=snapshot, late=late,
-                          armed=self._armed(timer, now_ms), rows=rows, fired=fired)
+        return _activation(emits, state, timer, snapshot, late, self._armed(timer, now_ms),
+                           rows, fired)
 
     def snapshot(self, key: Any, logic: Logic) -> Any:
         """``logic.snapshot()``, with errors naming the step and key."""
@@ -552,11 +569,12 @@ class Driver:
                 extend(out)
             else:
                 extend(self._emits(key, "on_item", out))
-            if discard is True:
+            if discard is not False:  # RETAIN, the common case, costs one test
+                if discard is not True:
+                    raise ReturnValueError(self.step_id, key, "on_item", discard,
+                                           "the discard flag must be a bool (RETAIN or "
+                                           "DISCARD)")
                 logic = on_item = None
-            elif discard is not False:
-                raise ReturnValueError(self.step_id, key, "on_item", discard,
-                                       "the discard flag must be a bool (RETAIN or DISCARD)")
         return logic
 
     def _call(self, key: Any, logic: Logic, name: str, emits: List[Any], *args: Any) -> bool:
