@@ -73,12 +73,16 @@ class Activation(NamedTuple):
                            len(self.emits), self.callback_us)
 
 
+_new = cast(Callable[[type, Tuple[Any, ...]], Activation], tuple.__new__)
+"""``_new(Activation, fields)``: the tuple without the namedtuple's Python-level
+constructor (which costs more than the rest of a small activation)."""
+
+
 def _activation(emits: List[Any], state: Optional[bytes], timer: Optional[int],
                 snapshot: Any, late: int, armed: Optional[int], rows: int,
                 fired: int) -> Activation:
-    """An Activation before ``Driver._counted`` (positional: the keyword
-    constructor costs more than the rest of a small activation)."""
-    return Activation._make((emits, state, timer, snapshot, late, armed, rows, fired, 0, 0, 0))
+    """An Activation before ``Driver._counted`` adds its counts."""
+    return _new(Activation, (emits, state, timer, snapshot, late, armed, rows, fired, 0, 0, 0))
 
 
 _COUNTED = Activation._fields.index("created")  # the fields before the counts
@@ -275,7 +279,8 @@ class Driver:
         finally:
             reset_clock(token)
         act = _activation(emits, None, timer, None if logic is None else _Lazy, late,
-                          self._armed(timer, now_ms), len(values), fired)
+                          None if timer is None else self._armed(timer, now_ms),
+                          len(values), fired)
         return self._counted(act, had_state, started, logic is not None), logic
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
@@ -302,7 +307,7 @@ class Driver:
                  has_state: Optional[bool] = None) -> Activation:
         """``act`` with its key counts and time (a tuple built once: no ``_replace``)."""
         has = act.state is not None if has_state is None else has_state
-        return Activation._make((*act[:_COUNTED], int(has and not had_state),
+        return _new(Activation, (*act[:_COUNTED], int(has and not had_state),
                                  int(had_state and not has),
                                  (perf_counter_ns() - started) // 1000))
 
@@ -324,7 +329,7 @@ class Driver:
 
     def _restore(self, key: Any, stored: bytes) -> Logic:
         """``builder(decode(stored))``, with errors naming the step and key."""
-        return self._build(key, self.decode(key, stored))
+        return self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
 
     def _check_rebuilt_timer(self, key: Any, logic: Logic, committed: Optional[int]) -> None:
         """Warn (once per step) when a logic rebuilt from its snapshot has
@@ -417,8 +422,8 @@ class Driver:
         snapshot = self.snapshot(key, logic)
         state = recovery.encode(snapshot, step_id=self.step_id, key=key)
         timer = self._next_timer(key, logic)
-        return _activation(emits, state, timer, snapshot, late, self._armed(timer, now_ms),
-                           rows, fired)
+        armed = None if timer is None else self._armed(timer, now_ms)
+        return _new(Activation, (emits, state, timer, snapshot, late, armed, rows, fired, 0, 0, 0))
 
     def snapshot(self, key: Any, logic: Logic) -> Any:
         """``logic.snapshot()``, with errors naming the step and key."""

@@ -22,9 +22,9 @@ from itertools import groupby, repeat
 from operator import itemgetter
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from .._driver import Activation, Driver, sorted_keys
-from ..errors import ConfigError, InputError
-from ..logic import Builder
+from .._driver import Driver, sorted_keys
+from ..errors import NO_VALUE, ConfigError, InputError
+from ..logic import Builder, overrides_notify_at
 from ..metrics import StepMetrics
 from ..schema import OutputSchema
 from ..step import Step
@@ -106,6 +106,9 @@ class Runner:
         # Whether values carry event times or order_by columns to read per activation.
         self._reads_columns = self.driver.event_column is not None or bool(step.order_by)
         self._reads_watermark = isinstance(step.time, EventTime)
+        # Whether a logic may have a timer (else no rebuilt timer can differ from none).
+        self._timed = not (step.ttl is None and isinstance(step.builder, type)
+                           and not overrides_notify_at(step.builder))
         self.outputs = output_checker(step)
         self.time = step.time
         self.step_id = step.step_id
@@ -182,10 +185,10 @@ class Runner:
         faster than the sort and leaves few survivors)."""
         if self._reads_watermark or not items or set(map(type, items)) != _TUPLE:
             return None
-        if set(map(len, items)) != _PAIR or not set(map(type, map(_FIRST, items))) <= _SORTED:
+        if set(map(len, items)) != _PAIR:
             return None
         present = set(map(_FIRST, items))
-        if len(present) < _MANY_KEYS:
+        if len(present) < _MANY_KEYS or not set(map(type, present)) <= _SORTED:
             return None
         try:
             ordered = sorted(items, key=_FIRST)
@@ -246,67 +249,65 @@ class Runner:
 
     def _activate_keys(self, runs: Iterable[Tuple[Any, Sequence[Any]]],
                        eof: bool = False) -> StepMetrics:
-        """Activate each ``(key, values)`` in order; the micro-batch's counts,
-        summed in plain ints (one StepMetrics per batch, not one per key)."""
+        """Activate each ``(key, values)`` in order and commit its state,
+        timer and outputs; the micro-batch's counts, summed in plain ints
+        (one StepMetrics per batch, not one per key). The loop is the
+        runner's hot path: per key it costs a few dict operations besides
+        the driver's activation."""
         rows = late = fired = created = discarded = emits = callback_us = count = 0
-        activate = self._activate
-        outputs = self.result.outputs.extend
-        for key, values in runs:
-            count += 1
-            act = activate(key, values, eof)
-            outputs(zip(repeat(key), act.emits))
-            rows += act.rows
-            late += act.late
-            fired += act.fired
-            created += act.created
-            discarded += act.discarded
-            emits += len(act.emits)
-            callback_us += act.callback_us
-        self.result.late += late
-        self.result.activations += count
+        driver, blobs, live, timers = self.driver, self.blobs, self.live, self.timers
+        outputs, checker, now_ms = self.result.outputs.extend, self.outputs, self.now_ms
+        always, reads, timed = self.restore == "always", self._reads_columns, self._timed
+        times = order = None
+        committed: Any = NO_VALUE  # a logic without notify_at cannot lose its timer
+        try:
+            for key, values in runs:
+                if reads:
+                    times, order = driver.read_columns(key, values)
+                if timed:
+                    committed = timers.get(key)
+                if always:
+                    act = driver.activate(key, blobs.get(key), values, now_ms, eof=eof,
+                                          event_times=times, order=order,
+                                          committed_timer=committed)
+                    if checker is not None and act.emits:  # before anything is committed
+                        checker.check(self.step_id, key, act.emits)
+                    if act.state is None:
+                        blobs.pop(key, None)
+                    else:
+                        blobs[key] = act.state
+                else:
+                    act, logic = driver.activate_live(
+                        key, live.pop(key, None), blobs.pop(key, None) if blobs else None,
+                        values, now_ms,
+                        eof=eof, event_times=times, order=order, committed_timer=committed)
+                    if checker is not None and act.emits:
+                        checker.check(self.step_id, key, act.emits)
+                    if logic is not None:
+                        live[key] = logic
+                if act.timer is not None and act.armed is not None:
+                    timers[key] = act.timer
+                    self.timeouts[key] = act.armed
+                elif timers:
+                    timers.pop(key, None)
+                    self.timeouts.pop(key, None)
+                outputs(zip(repeat(key), act.emits))
+                count += 1
+                rows += act.rows
+                late += act.late
+                fired += act.fired
+                created += act.created
+                discarded += act.discarded
+                emits += len(act.emits)
+                callback_us += act.callback_us
+        finally:  # what ran before an error stays counted, as it stays in the outputs
+            self.result.late += late
+            self.result.activations += count
         return StepMetrics(rows, late, fired, created, discarded, emits, callback_us)
-
-    def _activate(self, key, values: Sequence, eof: bool) -> Activation:
-        """One key's activation; commits its state and timer (not its outputs)."""
-        driver = self.driver
-        times, order = (driver.read_columns(key, values) if self._reads_columns
-                        else (None, None))
-        if self.restore == "always":
-            act = driver.activate(key, self.blobs.get(key), values, self.now_ms, eof=eof,
-                                  event_times=times, order=order,
-                                  committed_timer=self.timers.get(key))
-            self._check_outputs(key, act)
-            if act.state is None:
-                self.blobs.pop(key, None)
-            else:
-                self.blobs[key] = act.state
-        else:
-            act, logic = driver.activate_live(
-                key, self.live.pop(key, None), self.blobs.pop(key, None), values, self.now_ms,
-                eof=eof, event_times=times, order=order, committed_timer=self.timers.get(key))
-            self._check_outputs(key, act)
-            if logic is not None:
-                self.live[key] = logic
-        self._set_timer(key, act)
-        return act
-
-    def _check_outputs(self, key, act: Activation) -> None:
-        """The emits fit the output schema (before anything is committed: on
-        Spark a SchemaError fails the micro-batch)."""
-        if self.outputs is not None and act.emits:
-            self.outputs.check(self.step_id, key, act.emits)
 
     def _end_batch(self, counts: StepMetrics) -> None:
         self.result.batch_metrics.append(counts)
         self.result.metrics += counts
-
-    def _set_timer(self, key, act: Activation) -> None:
-        if act.timer is None or act.armed is None:
-            self.timers.pop(key, None)
-            self.timeouts.pop(key, None)
-        else:
-            self.timers[key] = act.timer
-            self.timeouts[key] = act.armed
 
     def _set_now(self, now: Optional[datetime]) -> None:
         if isinstance(self.time, EventTime):
