@@ -26,6 +26,7 @@ from .._driver import Driver, sorted_keys
 from ..errors import NO_VALUE, ConfigError, InputError
 from ..logic import Builder, overrides_notify_at
 from ..metrics import StepMetrics
+from ..recovery import encode
 from ..schema import OutputSchema
 from ..step import Step
 from ..timers import (EventTime, TimeMode, Watermark, from_epoch_ms, require_aware,
@@ -228,13 +229,17 @@ class Runner:
     def process_all_available(self) -> RunResult:
         """The result so far, after the trailing no-data batch Spark would run
         (as Spark's ``query.processAllAvailable()``; no ``on_eof``: that is
-        ``Eof()``)."""
+        ``Eof()``). A live logic's snapshot (``restore="on_crash"``) is
+        encoded here, once: one that cannot be pickled is a SnapshotError, as
+        at Spark's first commit, even in a run without ``Crash()``."""
         self._flush_tick()
         result = self.result
         result.snapshots = {}
         for key in sorted_keys(list(self.blobs) + list(self.live)):
             if key in self.live:
-                result.snapshots[key] = self.driver.snapshot(key, self.live[key])
+                snapshot = self.driver.snapshot(key, self.live[key])
+                encode(snapshot, step_id=self.step_id, key=key)
+                result.snapshots[key] = snapshot
             else:
                 result.snapshots[key] = self.driver.decode(key, self.blobs[key])
         result.timers = {k: from_epoch_ms(t) for k, t in self.timers.items()}
