@@ -84,6 +84,21 @@ class Activation(NamedTuple):
                            len(self.emits), self.callback_us, self.deadline_fired)
 
 
+_new = cast(Callable[[type, Tuple[Any, ...]], Activation], tuple.__new__)
+"""``_new(Activation, fields)``: the tuple without the namedtuple's Python-level
+constructor (which costs more than the rest of a small activation)."""
+
+
+def _activation(emits: List[Any], state: Optional[bytes], timer: Optional[int],
+                snapshot: Any, late: int, armed: Optional[int], rows: int,
+                fired: int, deadline: Optional[int] = None,
+                deadline_fired: int = 0) -> Activation:
+    """An Activation before ``Driver._counted`` adds its counts."""
+    return _new(Activation, (emits, state, timer, snapshot, late, armed, rows, fired, 0, 0, 0,
+                             deadline, deadline_fired))
+
+
+_COUNTED = Activation._fields.index("created")  # the fields before the counts
 _ONE_INPUT = (0,)
 _MISSING = object()
 Columns = Optional[Sequence[Sequence[Any]]]
@@ -123,6 +138,7 @@ class Driver:
         self._entry = "on_batch" if step.batch else "on_item"
         self.two_clocks = step.two_clocks  # processing deadlines beside event timers
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
+        self._clock: Optional[Clock] = None  # the last activation's (reused at the same now)
 
     # -- the clock and the rows ---------------------------------------------------
 
@@ -292,11 +308,9 @@ class Driver:
                 deadline = self._next_deadline(key, logic)
         finally:
             reset_clock(token)
-        act = Activation(emits=emits, state=None, timer=timer, snapshot=None, late=late,
-                         armed=self._armed(timer, now_ms), rows=len(values), fired=fired,
-                         deadline=deadline, deadline_fired=deadlines)
-        if logic is not None:
-            act = act._replace(snapshot=_Lazy)
+        act = _activation(emits, None, timer, None if logic is None else _Lazy, late,
+                          None if timer is None else self._armed(timer, now_ms),
+                          len(values), fired, deadline, deadlines)
         return self._counted(act, had_state, started, logic is not None), logic
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
@@ -309,7 +323,10 @@ class Driver:
 
     def check_key(self, key: Any, values: Sequence[Any]) -> None:
         """Null and NaN keys are refused: they are almost always a data bug."""
-        parts = key if type(key) is tuple else (key,)
+        kind = type(key)
+        if kind is str or kind is int:  # the common keys: never null nor NaN
+            return
+        parts = key if kind is tuple else (key,)
         for part in parts:
             if part is None or part != part:
                 raise InputError(self.step_id, key, "key", values[0] if len(values) else
@@ -318,18 +335,23 @@ class Driver:
 
     def _counted(self, act: Activation, had_state: bool, started: int,
                  has_state: Optional[bool] = None) -> Activation:
+        """``act`` with its key counts and time (a tuple built once: no ``_replace``)."""
         has = act.state is not None if has_state is None else has_state
-        return act._replace(created=int(has and not had_state),
-                            discarded=int(had_state and not has),
-                            callback_us=(perf_counter_ns() - started) // 1000)
+        return _new(Activation, (*act[:_COUNTED], int(has and not had_state),
+                                 int(had_state and not has),
+                                 (perf_counter_ns() - started) // 1000, *act[_COUNTED + 3:]))
 
     def _clock_at(self, now_ms: Optional[int], processing_ms: Optional[int] = None
                   ) -> Optional[Clock]:
         """The clock an activation at ``now_ms`` runs at (set and reset around
-        it with a token: ``clock.running_at`` costs a generator per key)."""
-        if processing_ms is not None and now_ms is not None:
-            return Clock(now_ms, self.time.kind, processing_ms)
-        return None if now_ms is None else Clock(now_ms, self.time.kind)
+        it with a token: ``clock.running_at`` costs a generator per key). A
+        Clock is frozen: the keys of one micro-batch share one."""
+        if now_ms is None:
+            return None
+        clock = self._clock
+        if clock is None or clock.now_ms != now_ms or clock.processing_ms != processing_ms:
+            clock = self._clock = Clock(now_ms, self.time.kind, processing_ms)
+        return clock
 
     def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
         if timer is None or now_ms is None:
@@ -338,7 +360,7 @@ class Driver:
 
     def _restore(self, key: Any, stored: bytes) -> Logic:
         """``builder(decode(stored))``, with errors naming the step and key."""
-        return self._build(key, self.decode(key, stored))
+        return self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
 
     def _check_rebuilt_timer(self, key: Any, logic: Logic, committed: Optional[int]) -> None:
         """Warn (once per step) when a logic rebuilt from its snapshot has
@@ -440,14 +462,14 @@ class Driver:
                 now_ms: Optional[int], rows: int, fired: int) -> Activation:
         """Step 5: snapshot, timer and armed timeout of a retained logic, or no state."""
         if logic is None:
-            return Activation(emits=emits, state=None, timer=None, snapshot=None, late=late,
-                              rows=rows, fired=fired)
+            return _activation(emits, None, None, None, late, None, rows, fired)
         snapshot = self.snapshot(key, logic)
         state = recovery.encode(snapshot, step_id=self.step_id, key=key)
         timer = self._next_timer(key, logic)
-        return Activation(emits=emits, state=state, timer=timer, snapshot=snapshot, late=late,
-                          armed=self._armed(timer, now_ms), rows=rows, fired=fired,
-                          deadline=self._next_deadline(key, logic) if self.two_clocks else None)
+        armed = None if timer is None else self._armed(timer, now_ms)
+        deadline = self._next_deadline(key, logic) if self.two_clocks else None
+        return _new(Activation, (emits, state, timer, snapshot, late, armed, rows, fired, 0, 0, 0,
+                                 deadline, 0))
 
     def snapshot(self, key: Any, logic: Logic) -> Any:
         """``logic.snapshot()``, with errors naming the step and key."""
@@ -615,11 +637,12 @@ class Driver:
                 extend(out)
             else:
                 extend(self._emits(key, "on_item", out))
-            if discard is True:
+            if discard is not False:  # RETAIN, the common case, costs one test
+                if discard is not True:
+                    raise ReturnValueError(self.step_id, key, "on_item", discard,
+                                           "the discard flag must be a bool (RETAIN or "
+                                           "DISCARD)")
                 logic = on_item = None
-            elif discard is not False:
-                raise ReturnValueError(self.step_id, key, "on_item", discard,
-                                       "the discard flag must be a bool (RETAIN or DISCARD)")
         return logic
 
     def _call(self, key: Any, logic: Logic, name: str, emits: List[Any], *args: Any) -> bool:

@@ -65,10 +65,18 @@ class StepMetrics:
         return self.timers_fired - self.processing_timers_fired
 
     def __add__(self, other: "StepMetrics") -> "StepMetrics":
-        return StepMetrics(*(a + b for a, b in zip(self.values(), other.values())))
+        # Field by field, spelled out: hosts add one per activation (packed) or batch.
+        return StepMetrics(self.rows_in + other.rows_in, self.rows_late + other.rows_late,
+                           self.timers_fired + other.timers_fired,
+                           self.keys_created + other.keys_created,
+                           self.keys_discarded + other.keys_discarded,
+                           self.emits + other.emits, self.callback_us + other.callback_us,
+                           self.processing_timers_fired + other.processing_timers_fired)
 
     def values(self) -> Tuple[int, ...]:
-        return tuple(getattr(self, name) for name in FIELDS)
+        """The counts in ``FIELDS`` order."""
+        return (self.rows_in, self.rows_late, self.timers_fired, self.keys_created,
+                self.keys_discarded, self.emits, self.callback_us, self.processing_timers_fired)
 
     def as_dict(self) -> Dict[str, int]:
         return asdict(self)

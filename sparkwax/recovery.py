@@ -91,7 +91,7 @@ def blob_info(blob: bytes, *, step_id: str = "?", key: object = None) -> BlobInf
 
 def decode(blob: bytes, *, step_id: str, key: object) -> object:
     """The snapshot value stored in ``blob``; never mistakes a bad blob for "no state"."""
-    if type(blob) is bytes and blob[:HEADER_SIZE] == _PLAIN_HEADER:
+    if type(blob) is bytes and blob.startswith(_PLAIN_HEADER):
         try:  # the common case, without building a BlobInfo
             return pickle.loads(memoryview(blob)[HEADER_SIZE:])
         except Exception:

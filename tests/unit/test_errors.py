@@ -241,6 +241,14 @@ def test_unpicklable_snapshot_on_crash_mode_fails_at_the_crash():
         run_one(logic, script_tail=[Crash()], restore="on_crash")
 
 
+def test_unpicklable_snapshot_on_crash_mode_fails_without_a_crash_too():
+    # Live objects are encoded once when the run's result is read.
+    logic = make_logic(snapshot=lambda self: threading.Lock())
+    with pytest.raises(SnapshotError) as info:
+        run_one(logic, restore="on_crash")
+    assert info.value.key == KEY and info.value.step_id == STEP
+
+
 def test_unpicklable_snapshot_in_bounded_mode():
     logic = make_logic(snapshot=lambda self: threading.Lock())
     with pytest.raises(SnapshotError) as info:
