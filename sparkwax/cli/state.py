@@ -21,7 +21,7 @@ from typing import List
 
 from ..errors import ConfigError, SparkwaxError, short_repr
 from ..paths import local_folder
-from .snapshot_json import json_value, sort_key
+from .snapshot_json import json_value
 
 _SNAPSHOT_WIDTH = 60
 _CHECKPOINT_HELP = "the query's checkpoint: a path or any URI Spark can read (hdfs://, s3a://...)"
@@ -104,14 +104,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args) -> int:
-    from ..engine.checkpoint import read_entries, state_summary
+    from ..engine.checkpoint import read_state
 
     spark = _session(args, "sparkwax-state")
-    entries = read_entries(spark, args.checkpoint, operator_id=args.operator, key=args.key,
-                           limit=args.limit or None)
-    summary = state_summary(spark, args.checkpoint, operator_id=args.operator)
+    entries, summary = read_state(spark, args.checkpoint, operator_id=args.operator,
+                                  key=args.key, limit=args.limit or None)
     if args.json:
-        for entry in sorted(entries, key=lambda e: sort_key(e.key)):
+        for entry in entries:
             snapshot = (json_value(entry.snapshot) if not isinstance(entry.snapshot, Exception)
                         else {"$error": str(entry.snapshot)})
             print(json.dumps({"key": json_value(entry.key), "snapshot": snapshot,
@@ -122,10 +121,28 @@ def _show(args) -> int:
     rows = [[short_repr(e.key), _cut(repr(e.snapshot)), str(e.size), _iso(e.timer)]
             for e in entries]
     print_table(["key", "snapshot", "bytes", "next timer"], rows)
-    shown = f" (showing {len(entries)})" if len(entries) < summary["live_keys"] else ""
-    print(f"{summary['live_keys']} live keys{shown}, {summary['total_bytes']} bytes in all, "
-          f"largest key {summary['largest_key']!r} ({summary['largest_bytes']} bytes)")
+    print(summary_line(summary, len(entries), args.key))
     return 0
+
+
+def summary_line(summary: dict, shown: int, key=None) -> str:
+    """The line under ``state show``'s table.
+
+    >>> summary_line({"live_keys": 35, "total_bytes": 4585, "largest_key": "k21",
+    ...               "largest_bytes": 131}, 20)
+    "35 live keys (showing the 20 largest, sorted by key), 4585 bytes in all, largest key 'k21' (131 bytes)"
+    >>> summary_line({"live_keys": 2, "total_bytes": 9, "largest_key": 7,
+    ...               "largest_bytes": 5}, 2)
+    '2 live keys (sorted by key), 9 bytes in all, largest key 7 (5 bytes)'
+    """
+    if key is not None:
+        which = f"showing key {key!r}"
+    elif shown < summary["live_keys"]:
+        which = f"showing the {shown} largest, sorted by key"
+    else:
+        which = "sorted by key"
+    return (f"{summary['live_keys']} live keys ({which}), {summary['total_bytes']} bytes in "
+            f"all, largest key {summary['largest_key']!r} ({summary['largest_bytes']} bytes)")
 
 
 def _clear(args) -> int:
