@@ -24,6 +24,17 @@ from ..paths import local_folder
 from .snapshot_json import json_value
 
 _SNAPSHOT_WIDTH = 60
+# The reader's own session (when no --master): one core, one shuffle partition, a
+# fixed 1 GB driver (no machine sizing), no UI, and a JVM tuned to start fast (the
+# C1 compiler only, the serial collector): the work is a few small jobs.
+READER_CONF = {
+    "spark.default.parallelism": "1",
+    "spark.driver.memory": "1g",
+    "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR -XX:TieredStopAtLevel=1 "
+                                     "-XX:+UseSerialGC",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
 _CHECKPOINT_HELP = "the query's checkpoint: a path or any URI Spark can read (hdfs://, s3a://...)"
 
 
@@ -61,8 +72,9 @@ def state_command(parser: argparse.ArgumentParser):
 def _session_options(parser: argparse.ArgumentParser) -> None:
     """Where the checkpoint is read from: a local Spark (any Hadoop file
     system URI it can reach) or a Spark Connect server (its file systems)."""
-    parser.add_argument("--master", default="local[2]",
-                        help="Spark master for the reader (default local[2])")
+    parser.add_argument("--master", default=None,
+                        help="Spark master for the reader (default: a minimal local[1] "
+                             "session, see READER_CONF)")
     parser.add_argument("--remote", metavar="sc://HOST:PORT",
                         help="use a Spark Connect server instead (reads its file systems)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -90,6 +102,9 @@ def _session(args, app_name: str):
     if folder is not None and not os.path.isdir(os.path.join(folder, "offsets")):  # local disk only
         raise ConfigError(f"{args.checkpoint!r} is not a streaming checkpoint (no offsets/ "
                           "folder)")
+    if args.remote is None and args.master is None:
+        return local_session("local[1]", app_name=app_name, shuffle_partitions=1,
+                             conf={**READER_CONF, **settings})
     return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
 
 

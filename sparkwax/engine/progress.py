@@ -92,9 +92,11 @@ class Follower:
     """Prints each new micro-batch of ``queries`` (name -> query) once, in
     batch order; ``poll`` may be called from several threads."""
 
-    def __init__(self, queries: Dict[str, Any], say: Optional[Say] = None):
+    def __init__(self, queries: Dict[str, Any], say: Optional[Say] = None,
+                 line: Callable[[str, Mapping[str, Any], int], str] = progress_line):
         self.queries = queries
         self.say = say or printer()
+        self.line = line
         self.seen = {name: -1 for name in queries}
         self.width = max((len(name) for name in queries), default=0)
         self._lock = threading.Lock()
@@ -106,7 +108,7 @@ class Follower:
                     batch = int(progress["batchId"])
                     if batch > self.seen[name]:
                         self.seen[name] = batch
-                        self.say(progress_line(name, progress, self.width))
+                        self.say(self.line(name, progress, self.width))
 
 
 class Following(threading.Thread):

@@ -88,6 +88,27 @@ def test_state_show_prints_a_table_and_json(spark, stream_checkpoint, capsys):
     assert lines[-1]["summary"]["live_keys"] == len(live)
 
 
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+def test_state_show_lists_keys_sorted_by_value_on_both_hosts(spark, tmp_path, capsys, host):
+    # int keys: sorted as numbers (2, 9, 10, 33), not as texts ("10" < "2")
+    keys = [33, 10, 2, 9]
+    script = [Batch([(k, {"ts": T0 + timedelta(minutes=i), "value": k})
+                     for i, k in enumerate(keys)])]
+    run_script_on_spark(spark, Accumulator, script, input_schema="key long, ts timestamp, "
+                        "value long", output_schema=OUTPUT, time=TIME,
+                        workdir=str(tmp_path), host=host)
+    checkpoint = str(tmp_path / "checkpoint")
+    assert _state_cli(["show", checkpoint, "--limit", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [int(line.split(" | ")[0]) for line in lines[2:-1]] == sorted(keys)
+    assert lines[-1].startswith("4 live keys (sorted by key)")
+    assert _state_cli(["show", checkpoint, "--json", "--limit", "3"]) == 0
+    shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["key"] for line in shown[:-1]] == sorted(shown_key for shown_key in
+                                                         [line["key"] for line in shown[:-1]])
+    assert len(shown) == 4 and shown[-1]["summary"]["live_keys"] == 4
+
+
 def test_state_clear_asks_and_refuses_while_in_use(stream_checkpoint, tmp_path, capsys,
                                                    monkeypatch):
     checkpoint, _ = stream_checkpoint
