@@ -21,6 +21,12 @@ from .timers import EventTime, ProcessingTime
 
 __version__ = "0.1.0"
 
+import os as _os
+
+if _os.environ.get("SPARKWAX_FAILURE_FILE"):  # under `sparkwax submit`: its short failure block
+    from .failure import install_hook as _install_hook
+    _install_hook()
+
 _ENGINE_NAMES = ("finish", "follow", "local_session", "start", "stateful", "stateful_batch")
 _FRAME_NAMES = ("connect", "join", "split_late", "value_fields", "value_struct")
 

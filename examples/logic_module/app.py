@@ -1,13 +1,14 @@
 """Run a logic imported from a module next to this script (``streaks.py``).
 
 The driver imports ``streaks`` from the script's folder; executors import it
-from ``--py-files``:
+from the zip of app modules that ``sparkwax submit`` (or, for ``python
+app.py`` and a plain ``spark-submit``, the engine) ships, or from
+``--py-files`` if you pass it yourself:
 
     sparkwax submit examples/logic_module/app.py --master spark://HOST:7077 \\
-        --input in/ --output out/ --checkpoint ck/ \\
-        -- --py-files examples/logic_module/streaks.py
+        --input in/ --output out/ --checkpoint ck/
 
-Without ``--py-files`` the job fails on the executors with
+Unshipped (``--no-ship-app``), the job fails on the executors with
 ``ModuleNotFoundError: No module named 'streaks'``. ``--where`` prints where
 the executors loaded sparkwax and streaks from.
 """

@@ -4,9 +4,11 @@ A thin wrapper: it finds ``bin/spark-submit`` inside the installed pyspark
 package, sets ``SPARK_HOME`` to that package, ``PYSPARK_DRIVER_PYTHON`` and
 ``PYSPARK_PYTHON`` to this interpreter (``--python`` changes the executors'
 one), adds the sparkwax zip to ``--py-files`` when the master is not local,
-prints the exact command (to stderr) and runs it. Its exit code is
-spark-submit's. Ctrl-C and SIGTERM stop the app between micro-batches
-(``run_stoppable``).
+ships the app's own modules (``sparkwax.engine.app_modules``), starts
+Spark's logs at WARN (``sparkwax.engine.logs``), prints the exact command
+(to stderr) and runs it, and prints a failed app's short block last
+(``sparkwax.failure``). Its exit code is spark-submit's. Ctrl-C and SIGTERM
+stop the app between micro-batches (``run_stoppable``).
 
     sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] [-- SPARK-SUBMIT ARGS...]
 
@@ -26,7 +28,11 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..errors import SparkwaxError
+from ..failure import FILE_ENV, VERBOSE_ENV
 
 USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] "
          "[-- SPARK-SUBMIT ARGS...]")
@@ -53,11 +59,16 @@ def submit_command(parser: argparse.ArgumentParser):
 
     Sets SPARK_HOME to the pyspark package, PYSPARK_DRIVER_PYTHON and
     PYSPARK_PYTHON to this interpreter (--python changes the executors' one),
-    adds the sparkwax zip to --py-files unless the master is local, prints the
-    exact spark-submit command to stderr and runs it; the exit code is
-    spark-submit's. Ctrl-C or SIGTERM asks the app to stop after the current
-    micro-batch (a second one stops it at once). Arguments after APP.py that are not submit's own options
-    go to the app; --checkpoint DIR goes to the app as --checkpoint DIR (the
+    adds the sparkwax zip to --py-files unless the master is local, and the
+    app's own modules (those it imports from its folder or project; an
+    import found nowhere is an error before spark-submit starts), starts
+    Spark's logs at WARN (--spark-log-level INFO for all), prints the exact
+    spark-submit command to stderr and runs it; the exit code is
+    spark-submit's. A failed app ends with one short block (the sparkwax
+    error, where it ran, what to do; --verbose for the full trace). Ctrl-C
+    or SIGTERM asks the app to stop after the current micro-batch (a second
+    one stops it at once). Arguments after APP.py that are not submit's own
+    options go to the app; --checkpoint DIR goes to the app as --checkpoint DIR (the
     convention for sparkwax apps); everything after -- goes to spark-submit
     (a --py-files there is merged with the sparkwax zip).
     """
@@ -86,6 +97,15 @@ def _own_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ship", choices=["auto", "true", "false"], default=None,
                         help="ship the sparkwax zip: auto (default: unless the master is "
                              "local), true, or false (sparkwax is installed on the cluster)")
+    parser.add_argument("--no-ship-app", action="store_true", default=None,
+                        help="do not look for the app's own modules nor ship them (they "
+                             "are installed on the cluster)")
+    parser.add_argument("--spark-log-level", metavar="LEVEL", default=None,
+                        help="Spark's log level from the driver's start (default WARN; "
+                             "INFO for all of Spark's lines)")
+    parser.add_argument("--verbose", action="store_true", default=None,
+                        help="on failure, print the full Python and Spark trace before "
+                             "sparkwax's short block (also SPARKWAX_VERBOSE=1)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command and exit without running it")
 
@@ -163,9 +183,13 @@ def _conf_value(args: List[str], key: str) -> Optional[str]:
 def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optional[str] = None,
                   python: Optional[str] = None, ship: Optional[str] = None,
                   app_args: Sequence[str] = (), spark_args: Sequence[str] = (),
-                  home: Optional[str] = None) -> Tuple[List[str], Dict[str, str]]:
-    """The spark-submit command and the environment variables it sets."""
-    from ..engine import shipping
+                  home: Optional[str] = None, app_zip: Optional[str] = None,
+                  log_level: Optional[str] = None, verbose: bool = False,
+                  ship_app: bool = True) -> Tuple[List[str], Dict[str, str]]:
+    """The spark-submit command and the environment variables it sets
+    (``app_zip``: the app's own modules, after the sparkwax zip in
+    ``--py-files``; ``log_level``: Spark's, default WARN)."""
+    from ..engine import logs, shipping
 
     home = home or spark_home()
     spark_args = list(spark_args)
@@ -181,6 +205,8 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
     do_ship = setting == "true" or (setting == "auto"
                                     and not shipping.is_local_master(master_shown))
     files = [f for f in (py_files or "").split(",") if f]
+    if app_zip is not None:
+        files.insert(0, app_zip)
     if do_ship:
         files.insert(0, shipping.build_zip())
     command = [spark_submit_path(home)]
@@ -190,6 +216,12 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
         command += ["--py-files", ",".join(files)]
     if ship is not None:
         command += ["--conf", f"{shipping.CONF_KEY}={ship}"]
+    if not ship_app:  # nor the engine, for the app's own modules
+        from ..engine.app_modules import CONF_KEY as SHIP_APP
+
+        command += ["--conf", f"{SHIP_APP}=false"]
+    level = logs.spark_log_level(log_level)
+    command += ["--conf", f"{logs.CONF_KEY}={logs.java_option(level, verbose)}"]
     command += spark_args
     command.append(app)
     command += list(app_args)
@@ -199,6 +231,7 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
         "SPARK_HOME": home,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYSPARK_PYTHON": python or sys.executable,
+        logs.ENV_KEY: level,
     }
     return command, env
 
@@ -220,13 +253,51 @@ def run(args: argparse.Namespace) -> int:
     if "://" not in args.app and not os.path.isfile(args.app):  # local:// hdfs:// s3a:// ...
         print(f"sparkwax submit: no such app file: {args.app}", file=sys.stderr)
         return 2
-    command, env = build_command(
-        args.app, master=pick("master"), checkpoint=pick("checkpoint"), python=pick("python"),
-        ship=pick("ship"), app_args=app_args, spark_args=spark_args)
+    app_zip: Optional[str] = None
+    if "://" not in args.app and not pick("no_ship_app"):
+        from ..engine.app_modules import build_app_zip, find_app_modules
+
+        found = find_app_modules(args.app)
+        if found.unresolved:  # before spark-submit: nothing started yet
+            for problem in found.unresolved:
+                print(f"sparkwax submit: {problem.describe(os.getcwd())}", file=sys.stderr)
+            return 2
+        if found.files:
+            app_zip = build_app_zip(found)
+            print(found.summary(), file=sys.stderr, flush=True)
+    try:
+        command, env = build_command(
+            args.app, master=pick("master"), checkpoint=pick("checkpoint"),
+            python=pick("python"), ship=pick("ship"), app_args=app_args,
+            spark_args=spark_args, app_zip=app_zip, log_level=pick("spark_log_level"),
+            verbose=bool(pick("verbose")), ship_app=not pick("no_ship_app"))
+    except SparkwaxError as error:
+        print(f"sparkwax submit: {error}", file=sys.stderr)
+        return 2
     print(format_command(command, env), file=sys.stderr, flush=True)
     if own.dry_run or getattr(args, "dry_run", False):
         return 0
-    return run_stoppable(command, {**os.environ, **env})
+    if pick("verbose"):
+        env[VERBOSE_ENV] = "1"  # the app's hook prints Python's traceback too
+    return run_with_failure_block(command, {**os.environ, **env})
+
+
+def run_with_failure_block(command: Sequence[str], env: Dict[str, str]) -> int:
+    """``run_stoppable``, then, if the app failed and left its short block
+    (``sparkwax.failure``: the app's hook writes it to
+    ``$SPARKWAX_FAILURE_FILE``), that block, as the last lines on stderr:
+    after everything the JVM logs while it shuts down."""
+    handle, path = tempfile.mkstemp(prefix="sparkwax-failure-", suffix=".txt")
+    os.close(handle)
+    try:
+        code = run_stoppable(command, {**env, FILE_ENV: path})
+        with open(path, encoding="utf-8", errors="replace") as block:
+            text = block.read().strip()
+        if code != 0 and text:
+            print(text, file=sys.stderr, flush=True)
+        return code
+    finally:
+        os.unlink(path)
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -305,7 +376,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 __all__ = ["build_command", "configure", "format_command", "main", "run", "run_stoppable",
-           "split_rest", "submit_command"]
+           "run_with_failure_block", "split_rest", "submit_command"]
 
 
 if __name__ == "__main__":

@@ -17,9 +17,12 @@ step, the file and the ways out; Spark's exception is their ``__cause__``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional
 
-from .diagnose import explained
+from ..errors import SparkwaxError
+from .diagnose import explained, last_commit
+from .storage import storage_for
 
 
 class Query:
@@ -42,8 +45,25 @@ class Query:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.spark_query, name)
 
-    def _explained(self):
-        return explained(self._spark, self._checkpoint, steps=self._steps)
+    @contextmanager
+    def _explained(self) -> Iterator[None]:
+        """``explained``; a task's error also gets ``batch_id``, the
+        micro-batch that failed (the last committed one + 1), for
+        ``sparkwax.failure``'s block."""
+        try:
+            with explained(self._spark, self._checkpoint, steps=self._steps):
+                yield
+        except SparkwaxError as error:
+            if error.__cause__ is not None and getattr(error, "batch_id", None) is None:
+                error.batch_id = self._failed_batch()  # type: ignore[attr-defined]
+            raise
+
+    def _failed_batch(self) -> Optional[int]:
+        try:
+            committed = last_commit(storage_for(self._spark), self._checkpoint)
+        except Exception:  # the checkpoint cannot be listed: no batch number
+            return None
+        return 0 if committed is None else committed + 1
 
     def awaitTermination(self, timeout: Optional[float] = None) -> Optional[bool]:
         """Spark's ``awaitTermination``; a failure as its sparkwax error."""

@@ -45,11 +45,15 @@ STATE_STORES = {
 
 def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
                   shuffle_partitions: Optional[int] = None, state_store: Optional[str] = None,
-                  log_level: str = "ERROR", conf: Optional[Dict[str, str]] = None,
+                  log_level: Optional[str] = None, conf: Optional[Dict[str, str]] = None,
                   remote: Optional[str] = None):
     """Get or create a SparkSession: ``shuffle.partitions`` = cores (Spark's
     200 costs ~20 s per micro-batch on 2 cores), UI off, Arrow on, UTC session
-    time zone, workers on this interpreter, quiet logs, and (for a new local
+    time zone, workers on this interpreter, Spark's logs at ``log_level``
+    (default WARN, or ``$SPARKWAX_SPARK_LOG_LEVEL``; ``"INFO"`` for Spark's
+    start-up lines too: from the JVM's start for a new local session,
+    ``sparkwax.engine.logs``), a failure printed as one short block
+    (``sparkwax.failure``), and (for a new local
     session, unless set) driver memory sized from the machine: a quarter of
     its memory, 1 to 8 GB (``conf={"spark.driver.memory": "12g"}`` to
     change it). ``state_store`` is
@@ -69,6 +73,11 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     """
     from pyspark.sql import SparkSession
 
+    from ..failure import install_hook
+    from .logs import CONF_KEY as LOG_CONF, java_option, spark_log_level
+
+    install_hook()
+    level = spark_log_level(log_level)
     if remote is None and master is None and os.environ.get("SPARK_REMOTE") \
             and not os.environ.get("PYSPARK_GATEWAY_PORT"):
         remote = os.environ["SPARK_REMOTE"]
@@ -90,7 +99,7 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR",
+        LOG_CONF: java_option(level),
     }
     if submitted is not None:  # spark-submit's --conf values win over the defaults above
         settings = {name: value for name, value in settings.items() if name not in submitted}
@@ -114,7 +123,7 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     for name, value in settings.items():  # a running session ignores new spark.hadoop.*
         if name.startswith(_HADOOP_PREFIX):  # confs; Hadoop's own key applies per session
             spark.conf.set(name[len(_HADOOP_PREFIX):], value)
-    spark.sparkContext.setLogLevel(log_level)
+    spark.sparkContext.setLogLevel(level)
     return spark
 
 

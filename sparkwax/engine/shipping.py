@@ -258,8 +258,13 @@ def ship_function(spark, function: Callable) -> Callable:
     """``function`` (a step's pandas function) as ``spark``'s workers need it:
     sparkwax shipped first (``ensure_shipped``), and over Spark Connect the zip
     carried inside the function (``carrier.carry``: Spark does not put session
-    artifacts on the path of a streaming query's workers)."""
+    artifacts on the path of a streaming query's workers). On a classic
+    session, also the main script's own modules (``app_modules``)."""
     path = ensure_shipped(spark)
+    if getattr(spark, "_sc", None) is not None:
+        from .app_modules import ship_app_modules
+
+        ship_app_modules(spark)  # the main script's own modules, for plain python/spark-submit
     if path is None or getattr(spark, "_sc", None) is not None:
         return function
     from .carrier import carry

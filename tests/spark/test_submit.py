@@ -15,7 +15,7 @@ import pytest
 
 from sparkwax import cli
 from sparkwax.cli import submit
-from sparkwax.engine import shipping
+from sparkwax.engine import logs, shipping
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_APP = REPO / "examples" / "cluster_app.py"
@@ -23,12 +23,17 @@ SPARK_SUBMIT = os.path.join(submit.spark_home(), "bin", "spark-submit")
 
 
 def printed_command(capsys, *argv):
+    """The environment and the command, without the log configuration (tested
+    in tests/unit/test_app_modules.py)."""
     assert cli.main(["submit", "--dry-run", *argv]) == 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1
     words = shlex.split(lines[0])
     env = dict(w.split("=", 1) for w in words if "=" in w and w.split("=")[0].isupper())
-    return env, words[len(env):]
+    words = words[len(env):]
+    at = words.index(f"{logs.CONF_KEY}={logs.java_option('WARN', False)}")
+    assert words[at - 1] == "--conf" and env.pop(logs.ENV_KEY) == "WARN"
+    return env, words[:at - 1] + words[at + 1:]
 
 
 def test_help_explains_the_command(capsys):
@@ -153,7 +158,9 @@ def test_submit_runs_an_example_on_the_embedded_default(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=400,
                           cwd=str(tmp_path), start_new_session=True)
     assert done.returncode == 0, done.stderr[-4000:]
-    assert f"spark-submit {CLUSTER_APP}" in done.stderr.splitlines()[0]
+    printed = done.stderr.splitlines()[0]
+    assert "bin/spark-submit --conf spark.driver.defaultJavaOptions=" in printed
+    assert f" {CLUSTER_APP} --input " in printed and " INFO " not in done.stderr
     assert "done on local[*]" in done.stdout
     assert parquet_bursts(tmp_path / "out") == offline_bursts(batches)
     assert shipping.is_local_master("local[*]")
