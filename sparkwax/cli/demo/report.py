@@ -44,7 +44,7 @@ class Printer:
 
 def explain(say: Printer, text: str, width: int = 100) -> None:
     """``text`` wrapped, indented by two spaces."""
-    for line in textwrap.wrap(text, width - 2):
+    for line in textwrap.wrap(text, width - 2, break_on_hyphens=False):
         say("  " + line)
 
 
