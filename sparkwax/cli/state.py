@@ -103,6 +103,11 @@ def _session(args, app_name: str):
         raise ConfigError(f"{args.checkpoint!r} is not a streaming checkpoint (no offsets/ "
                           "folder)")
     if args.remote is None and args.master is None:
+        from pyspark import SparkContext
+
+        running = SparkContext._active_spark_context
+        if running is not None:  # called from a program: its session, its settings kept
+            return local_session(running.master, app_name=app_name, conf=settings)
         return local_session("local[1]", app_name=app_name, shuffle_partitions=1,
                              conf={**READER_CONF, **settings})
     return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
