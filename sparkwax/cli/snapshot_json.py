@@ -10,8 +10,6 @@ dicts as ``{"$dict": [[key, value], ...]}``, sets as ``{"$set": [...]}``
 >>> from datetime import datetime, timezone
 >>> json_value((3, datetime(2024, 1, 1, tzinfo=timezone.utc), b"hi", {1: "a"}, float("nan")))
 [3, '2024-01-01T00:00:00+00:00', {'$bytes': 'aGk='}, {'$dict': [[1, 'a']]}, {'$repr': 'nan'}]
->>> sort_key("b") < sort_key("c") and sort_key(1) < sort_key(2) and sort_key(3) < sort_key("a")
-True
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import math
-from typing import Any, Tuple
+from typing import Any
 
 
 def json_value(value: Any) -> Any:
@@ -45,13 +43,4 @@ def json_value(value: Any) -> Any:
     return {"$repr": repr(value)}
 
 
-def sort_key(key: Any) -> Tuple[int, Any]:
-    """An order for keys of mixed types: numbers, then strings, then the rest by repr."""
-    if isinstance(key, (int, float)) and not isinstance(key, bool):
-        return (0, key)
-    if isinstance(key, str):
-        return (1, key)
-    return (2, repr(key))
-
-
-__all__ = ["json_value", "sort_key"]
+__all__ = ["json_value"]

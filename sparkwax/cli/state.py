@@ -21,9 +21,20 @@ from typing import List
 
 from ..errors import ConfigError, SparkwaxError, short_repr
 from ..paths import local_folder
-from .snapshot_json import json_value, sort_key
+from .snapshot_json import json_value
 
 _SNAPSHOT_WIDTH = 60
+# The reader's own session (when no --master): one core, one shuffle partition, a
+# fixed 1 GB driver (no machine sizing), no UI, and a JVM tuned to start fast (the
+# C1 compiler only, the serial collector): the work is a few small jobs.
+READER_CONF = {
+    "spark.default.parallelism": "1",
+    "spark.driver.memory": "1g",
+    "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR -XX:TieredStopAtLevel=1 "
+                                     "-XX:+UseSerialGC",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
 _CHECKPOINT_HELP = "the query's checkpoint: a path or any URI Spark can read (hdfs://, s3a://...)"
 
 
@@ -61,8 +72,9 @@ def state_command(parser: argparse.ArgumentParser):
 def _session_options(parser: argparse.ArgumentParser) -> None:
     """Where the checkpoint is read from: a local Spark (any Hadoop file
     system URI it can reach) or a Spark Connect server (its file systems)."""
-    parser.add_argument("--master", default="local[2]",
-                        help="Spark master for the reader (default local[2])")
+    parser.add_argument("--master", default=None,
+                        help="Spark master for the reader (default: a minimal local[1] "
+                             "session, see READER_CONF)")
     parser.add_argument("--remote", metavar="sc://HOST:PORT",
                         help="use a Spark Connect server instead (reads its file systems)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -90,6 +102,14 @@ def _session(args, app_name: str):
     if folder is not None and not os.path.isdir(os.path.join(folder, "offsets")):  # local disk only
         raise ConfigError(f"{args.checkpoint!r} is not a streaming checkpoint (no offsets/ "
                           "folder)")
+    if args.remote is None and args.master is None:
+        from pyspark import SparkContext
+
+        running = SparkContext._active_spark_context
+        if running is not None:  # called from a program: its session, its settings kept
+            return local_session(running.master, app_name=app_name, conf=settings)
+        return local_session("local[1]", app_name=app_name, shuffle_partitions=1,
+                             conf={**READER_CONF, **settings})
     return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
 
 
@@ -104,14 +124,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args) -> int:
-    from ..engine.checkpoint import read_entries, state_summary
+    from ..engine.checkpoint import read_state
 
     spark = _session(args, "sparkwax-state")
-    entries = read_entries(spark, args.checkpoint, operator_id=args.operator, key=args.key,
-                           limit=args.limit or None)
-    summary = state_summary(spark, args.checkpoint, operator_id=args.operator)
+    entries, summary = read_state(spark, args.checkpoint, operator_id=args.operator,
+                                  key=args.key, limit=args.limit or None)
     if args.json:
-        for entry in sorted(entries, key=lambda e: sort_key(e.key)):
+        for entry in entries:
             snapshot = (json_value(entry.snapshot) if not isinstance(entry.snapshot, Exception)
                         else {"$error": str(entry.snapshot)})
             print(json.dumps({"key": json_value(entry.key), "snapshot": snapshot,
@@ -122,10 +141,28 @@ def _show(args) -> int:
     rows = [[short_repr(e.key), _cut(repr(e.snapshot)), str(e.size), _iso(e.timer)]
             for e in entries]
     print_table(["key", "snapshot", "bytes", "next timer"], rows)
-    shown = f" (showing {len(entries)})" if len(entries) < summary["live_keys"] else ""
-    print(f"{summary['live_keys']} live keys{shown}, {summary['total_bytes']} bytes in all, "
-          f"largest key {summary['largest_key']!r} ({summary['largest_bytes']} bytes)")
+    print(summary_line(summary, len(entries), args.key))
     return 0
+
+
+def summary_line(summary: dict, shown: int, key=None) -> str:
+    """The line under ``state show``'s table.
+
+    >>> summary_line({"live_keys": 35, "total_bytes": 4585, "largest_key": "k21",
+    ...               "largest_bytes": 131}, 20)
+    "35 live keys (showing the 20 largest, sorted by key), 4585 bytes in all, largest key 'k21' (131 bytes)"
+    >>> summary_line({"live_keys": 2, "total_bytes": 9, "largest_key": 7,
+    ...               "largest_bytes": 5}, 2)
+    '2 live keys (sorted by key), 9 bytes in all, largest key 7 (5 bytes)'
+    """
+    if key is not None:
+        which = f"showing key {key!r}"
+    elif shown < summary["live_keys"]:
+        which = f"showing the {shown} largest, sorted by key"
+    else:
+        which = "sorted by key"
+    return (f"{summary['live_keys']} live keys ({which}), {summary['total_bytes']} bytes in "
+            f"all, largest key {summary['largest_key']!r} ({summary['largest_bytes']} bytes)")
 
 
 def _clear(args) -> int:

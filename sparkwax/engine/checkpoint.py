@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import time as wall_clock
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timezone
+from decimal import Decimal
 from typing import Any, Iterator, List, Optional, Tuple
 
 from .. import recovery
@@ -70,9 +71,8 @@ def _recorded_steps(store, checkpoint: str) -> dict:
 
 def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
                  limit: Optional[int] = None, step_id: str = "state") -> List[StateEntry]:
-    """Decoded state entries, largest first when limited (for ``state show``)."""
-    from pyspark.sql import functions as F
-
+    """Decoded state entries, largest first (``read_state`` gives them sorted
+    by key, with the summary)."""
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     if is_packed(frame):
         with explained(spark, checkpoint, operator=operator_id):
@@ -80,6 +80,14 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
                        if key is None or key_matches(e.key, key)]
         entries.sort(key=lambda e: -e.size)
         return entries[:limit] if limit is not None else entries
+    return _keyed_entries(spark, checkpoint, frame, operator_id, key, limit, step_id)
+
+
+def _keyed_entries(spark, checkpoint: str, frame, operator_id: int, key: Any,
+                   limit: Optional[int], step_id: str) -> List[StateEntry]:
+    """A per-key step's entries, largest first (one Spark job)."""
+    from pyspark.sql import functions as F
+
     largest = max_snapshot_bytes(spark)  # a larger blob stays on the executors
     blob, size = F.col("value.groupState.snapshot"), F.length("value.groupState.snapshot")
     frame = frame.select("key", (blob if largest is None else F.when(size <= largest, blob))
@@ -112,6 +120,69 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
     return entries
 
 
+def read_state(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
+               limit: Optional[int] = None, step_id: str = "state"
+               ) -> Tuple[List[StateEntry], dict]:
+    """``(entries, summary)`` for ``state show`` with as few Spark jobs as it
+    can: the entries (the ``limit`` largest, or all; only ``key`` when given)
+    sorted by key (``key_order``), and ``state_summary``'s dict of the whole
+    state. A packed step's buckets are read once; a per-key step's state once
+    when every key is shown, else a count and the largest keys."""
+    frame = state_frame(spark, checkpoint, operator_id=operator_id)
+    if is_packed(frame):
+        with explained(spark, checkpoint, operator=operator_id):
+            every = packed_entries(frame, step_id)
+        summary = _summary_of(every)
+        entries = [e for e in every if key is None or key_matches(e.key, key)]
+        entries.sort(key=lambda e: -e.size)
+    else:
+        entries = _keyed_entries(spark, checkpoint, frame, operator_id, key, limit, step_id)
+        if key is None and (limit is None or len(entries) < limit):
+            summary = _summary_of(entries)  # every key was read
+        else:
+            summary = _keyed_summary(spark, checkpoint, frame, operator_id)
+    if limit is not None:
+        entries = entries[:limit]
+    return sorted(entries, key=lambda e: key_order(e.key)), summary
+
+
+def _summary_of(entries: List[StateEntry]) -> dict:
+    largest = max(entries, key=lambda e: e.size, default=None)
+    return {"live_keys": len(entries), "total_bytes": sum(e.size for e in entries),
+            "largest_key": largest.key if largest else None,
+            "largest_bytes": largest.size if largest else 0}
+
+
+def key_order(key: Any) -> Tuple[Any, ...]:
+    """A sort key that orders keys by value, whatever their types: None,
+    booleans, numbers, texts, bytes, datetimes, dates, then tuples (compound
+    keys) column by column, anything else by repr.
+
+    >>> sorted([10, 9, "b", "a", None, 2.5], key=key_order)
+    [None, 2.5, 9, 10, 'a', 'b']
+    >>> sorted([("u1", 10), ("u1", 9), ("u0", 11)], key=key_order)
+    [('u0', 11), ('u1', 9), ('u1', 10)]
+    """
+    if key is None:
+        return (0,)
+    if isinstance(key, bool):
+        return (1, key)
+    if isinstance(key, (int, float, Decimal)):
+        return (2, 1, 0) if key != key else (2, 0, key)  # NaN last among numbers
+    if isinstance(key, str):
+        return (3, key)
+    if isinstance(key, (bytes, bytearray)):
+        return (4, bytes(key))
+    if isinstance(key, datetime):
+        naive = key.astimezone(timezone.utc).replace(tzinfo=None) if key.tzinfo else key
+        return (5, naive)
+    if isinstance(key, date):
+        return (6, key)
+    if isinstance(key, (tuple, list)):
+        return (7, tuple(key_order(part) for part in key))
+    return (8, type(key).__name__, repr(key))
+
+
 def key_matches(stored: Any, wanted: Any) -> bool:
     """``state show --key``: whether a stored key's first column equals
     ``wanted``, typed: a text is read as the stored value's type (as Spark
@@ -141,10 +212,13 @@ def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
     if is_packed(frame):
         with explained(spark, checkpoint, operator=operator_id):
             entries = packed_entries(frame, "state")
-        largest = max(entries, key=lambda e: e.size, default=None)
-        return {"live_keys": len(entries), "total_bytes": sum(e.size for e in entries),
-                "largest_key": largest.key if largest else None,
-                "largest_bytes": largest.size if largest else 0}
+        return _summary_of(entries)
+    return _keyed_summary(spark, checkpoint, frame, operator_id)
+
+
+def _keyed_summary(spark, checkpoint: str, frame, operator_id: int) -> dict:
+    from pyspark.sql import functions as F
+
     sized = frame.select("key", F.length("value.groupState.snapshot").alias("size"))
     with explained(spark, checkpoint, operator=operator_id):
         totals = sized.agg(F.count("*").alias("keys"), F.sum("size").alias("bytes")).collect()[0]
@@ -268,5 +342,5 @@ def active_session(spark, what: str):
 
 
 __all__ = ["StateEntry", "active_session", "clear", "last_watermark_ms",
-           "key_matches", "read_entries", "require_checkpoint", "running_query_hint", "state_frame",
+           "key_matches", "key_order", "read_entries", "read_state", "require_checkpoint", "running_query_hint", "state_frame",
            "state_summary"]

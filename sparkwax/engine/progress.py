@@ -72,52 +72,86 @@ def printer(out: Optional[TextIO] = None) -> Say:
 
 
 def query_name(query) -> str:
-    """A query's name, or its id's first 8 characters."""
-    return query.name or str(query.id)[:8]
+    """A query's name; else, for a query ``sw.start`` returned, its steps'
+    ids; else its id's first 8 characters.
+
+    >>> class Unnamed:
+    ...     name, id, step_ids = None, "1b9d6bcd-bbfd", ["sessions", "alerts"]
+    >>> query_name(Unnamed())
+    'sessions,alerts'
+    """
+    if query.name:
+        return str(query.name)
+    steps = getattr(query, "step_ids", None)
+    if steps:
+        return ",".join(steps)
+    return str(query.id)[:8]
 
 
 class Follower:
-    """Prints each new micro-batch of ``queries`` (name -> query) once."""
+    """Prints each new micro-batch of ``queries`` (name -> query) once, in
+    batch order; ``poll`` may be called from several threads."""
 
-    def __init__(self, queries: Dict[str, Any], say: Optional[Say] = None):
+    def __init__(self, queries: Dict[str, Any], say: Optional[Say] = None,
+                 line: Callable[[str, Mapping[str, Any], int], str] = progress_line):
         self.queries = queries
         self.say = say or printer()
+        self.line = line
         self.seen = {name: -1 for name in queries}
         self.width = max((len(name) for name in queries), default=0)
+        self._lock = threading.Lock()
 
     def poll(self) -> None:
-        for name, query in self.queries.items():
-            for progress in query.recentProgress:
-                batch = int(progress["batchId"])
-                if batch > self.seen[name]:
-                    self.seen[name] = batch
-                    self.say(progress_line(name, progress, self.width))
+        with self._lock:
+            for name, query in self.queries.items():
+                for progress in query.recentProgress:
+                    batch = int(progress["batchId"])
+                    if batch > self.seen[name]:
+                        self.seen[name] = batch
+                        self.say(self.line(name, progress, self.width))
 
 
-def follow(queries, *, say: Optional[Say] = None, interval: float = 0.2) -> threading.Thread:
+class Following(threading.Thread):
+    """``follow``'s thread; ``finish()`` waits for it to print the last lines."""
+
+    def __init__(self, follower: Follower, queries: Dict[str, Any], interval: float):
+        super().__init__(name="sparkwax-progress", daemon=True)
+        self.follower, self._queries, self._interval = follower, queries, interval
+
+    def run(self) -> None:
+        while any(q.isActive for q in self._queries.values()):
+            self.follower.poll()
+            time.sleep(self._interval)
+        self.follower.poll()
+
+    def finish(self, timeout: float = 10.0) -> None:
+        """Print every batch reported so far; once the queries have stopped,
+        wait for the thread's last poll (their final no-data batch)."""
+        self.follower.poll()
+        if not any(q.isActive for q in self._queries.values()):
+            self.join(timeout)
+
+
+def follow(queries, *, say: Optional[Say] = None, interval: float = 0.2) -> Following:
     """Print progress lines in a daemon thread until every query has stopped.
 
-    ``queries``: one query, a list, or a ``{name: query}`` dict."""
+    ``queries``: one query, a list, or a ``{name: query}`` dict. A daemon
+    thread dies with the program: ``finish()`` on the returned thread (which
+    ``sw.start``'s ``awaitTermination`` calls) prints the last lines first."""
     named = _named(queries)
-    follower = Follower(named, say)
-
-    def loop():
-        while any(q.isActive for q in named.values()):
-            follower.poll()
-            time.sleep(interval)
-        follower.poll()
-
-    thread = threading.Thread(target=loop, name="sparkwax-progress", daemon=True)
+    thread = Following(Follower(named, say), named, interval)
     thread.start()
     return thread
 
 
 def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float = 60.0,
-                    signals=(signal.SIGINT, signal.SIGTERM)) -> bool:
+                    signals=(signal.SIGINT, signal.SIGTERM),
+                    follower: Optional[Follower] = None) -> bool:
     """Stop ``queries`` between micro-batches on SIGINT/SIGTERM (main thread
     only; returns False elsewhere). The previous handlers come back once the
     queries have stopped (a signal then goes to them); a second signal stops
-    the queries at once."""
+    the queries at once. With ``follower`` (``follow``'s), the progress lines
+    of every batch are printed before the "stopped" line."""
     if threading.current_thread() is not threading.main_thread():
         return False
     named = _named(queries)
@@ -133,8 +167,12 @@ def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float =
                    and _last_batch(query) == running):
                 time.sleep(0.05)
             if query.isActive:
+                if follower is not None:
+                    follower.poll()  # the last batch's line before "stopped"
                 last = _last_batch(query)
                 committed = f"last batch {last}" if last >= 0 else "no batch yet"
+                # said before stop(): the main thread (in awaitTermination) may end the
+                # program as soon as the query stops
                 say(f"sparkwax: {reason}: stopped query {name!r} ({committed}); start it "
                     f"again with the same checkpoint to resume")
                 query.stop()
@@ -204,4 +242,4 @@ def _named(queries) -> Dict[str, Any]:
     return {query_name(q): q for q in queries}
 
 
-__all__ = ["Follower", "follow", "printer", "progress_line", "query_name", "stop_on_signals"]
+__all__ = ["Follower", "Following", "follow", "printer", "progress_line", "query_name", "stop_on_signals"]

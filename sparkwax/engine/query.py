@@ -18,7 +18,7 @@ step, the file and the ways out; Spark's exception is their ``__cause__``.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from ..errors import SparkwaxError
 from .diagnose import explained, last_commit
@@ -34,6 +34,13 @@ class Query:
         self._spark = spark
         self._checkpoint = checkpoint
         self._steps = steps
+        self.following: Any = None  # sw.start(progress=True)'s progress thread
+
+    @property
+    def step_ids(self) -> List[str]:
+        """The ids of the sparkwax steps this query runs (its label in
+        progress lines when it has no name)."""
+        return sorted(self._steps or {})
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.spark_query, name)
@@ -60,15 +67,28 @@ class Query:
 
     def awaitTermination(self, timeout: Optional[float] = None) -> Optional[bool]:
         """Spark's ``awaitTermination``; a failure as its sparkwax error."""
-        with self._explained():
-            if timeout is None:
-                return self.spark_query.awaitTermination()
-            return self.spark_query.awaitTermination(timeout)
+        try:
+            with self._explained():
+                if timeout is None:
+                    return self.spark_query.awaitTermination()
+                return self.spark_query.awaitTermination(timeout)
+        finally:
+            self._print_progress()
 
     def processAllAvailable(self) -> None:
         """Spark's ``processAllAvailable``; a failure as its sparkwax error."""
-        with self._explained():
-            self.spark_query.processAllAvailable()
+        try:
+            with self._explained():
+                self.spark_query.processAllAvailable()
+        finally:
+            self._print_progress()
+
+    def _print_progress(self) -> None:
+        """The progress lines reported so far, and, once the query has
+        stopped, the last ones: they come before what the caller prints next
+        (and before the program ends: the progress thread is a daemon)."""
+        if self.following is not None:
+            self.following.finish()
 
     def exception(self) -> Optional[BaseException]:
         """The error that stopped the query (the sparkwax error when there is

@@ -22,10 +22,12 @@ from .diagnose import check_logs, read_steps
 from .progress import follow, stop_on_signals
 from .query import Query
 from .replay import keep_batch_plan
+from .session import STATE_STORES
 from .storage import join_path, storage_for
 
 STEP_METADATA = "sparkwax.step"
-_FROZEN_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass")
+STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+_FROZEN_CONFS = ("spark.sql.shuffle.partitions", STORE_CONF)
 
 
 def step_descriptions(frame) -> List[Dict[str, Any]]:
@@ -58,9 +60,25 @@ def check_checkpoint(store, checkpoint: str, steps: List[Dict[str, Any]],
             + "\n  - ".join(changes)
             + "\nRestore the old settings, or start over with a new checkpoint "
               "(`sparkwax state clear` removes this one).")
+    if saved != current:  # only allowed changes (a watermark delay): record the new run
+        store.write_text(path, json.dumps(current, indent=2, sort_keys=True))
 
 
 def describe_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> List[str]:
+    """The changes between two step records that a restart cannot take (see
+    docs/guide.md, "Restarting with changes"): a step added or removed, its
+    key, output, time mode, event-time column, timers or state layout, the
+    shuffle partitions or the state store. A changed watermark delay is
+    allowed (Spark allows it; the new delay applies from the restart).
+
+    >>> old = {"steps": {"s": {"step_id": "s", "event_time": "ts - 60000 ms"}}}
+    >>> describe_changes(old, {"steps": {"s": {"step_id": "s", "event_time": "ts - 5000 ms"}}})
+    []
+    >>> describe_changes(old, {"steps": {"s": {"step_id": "s", "event_time": "at - 60000 ms"}}})
+    ["step 's': event-time column changed from 'ts' to 'at'"]
+    >>> describe_changes({"confs": {STORE_CONF: None}}, {"confs": {STORE_CONF: STATE_STORES["hdfs"]}})
+    []
+    """
     changes = []
     old_steps, new_steps = saved.get("steps", {}), current.get("steps", {})
     for name in sorted(set(old_steps) | set(new_steps)):
@@ -69,15 +87,43 @@ def describe_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> List[str
             changes.append(f"step {name!r} {'was added' if old is None else 'was removed'}")
             continue
         for field in sorted(set(old) | set(new)):
-            if old.get(field) != new.get(field):
+            if field == "event_time":
+                before, after = event_column(old.get(field)), event_column(new.get(field))
+                if before != after:
+                    changes.append(f"step {name!r}: event-time column changed from {before!r} "
+                                   f"to {after!r}")
+            elif old.get(field) != new.get(field):
                 changes.append(f"step {name!r}: {field} changed from {old.get(field)!r} "
                                f"to {new.get(field)!r}")
     old_confs, new_confs = saved.get("confs", {}), current.get("confs", {})
     for name in _FROZEN_CONFS:
-        if old_confs.get(name) != new_confs.get(name):
-            changes.append(f"{name} changed from {old_confs.get(name)!r} to "
-                           f"{new_confs.get(name)!r} (Spark keeps the checkpoint's value)")
+        before, after = _conf_value(name, old_confs), _conf_value(name, new_confs)
+        if before != after:
+            changes.append(f"{name} changed from {before!r} to {after!r} (Spark would keep "
+                           f"the checkpoint's value, not the new one)")
     return changes
+
+
+def event_column(recorded: Optional[str]) -> Optional[str]:
+    """The event-time column of a recorded ``"<column> - <delay> ms"``
+    (the delay may change between runs).
+
+    >>> event_column("ts - 120000 ms"), event_column(None)
+    ('ts', None)
+    """
+    if recorded is None:
+        return None
+    column, sep, delay = str(recorded).rpartition(" - ")
+    return column if sep and delay.endswith(" ms") else str(recorded)
+
+
+def _conf_value(name: str, confs: Dict[str, Any]) -> Any:
+    """A frozen conf as Spark applies it: no state store set is Spark's
+    default, the HDFS-backed one (``state_store="hdfs"`` spelled out)."""
+    value = confs.get(name)
+    if name == STORE_CONF and value is None:
+        return STATE_STORES["hdfs"]
+    return value
 
 
 def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
@@ -127,8 +173,9 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
             raise ConfigError(f"start needs path= for the {format!r} sink (or foreach_batch=)")
         writer = writer.format(format)
         query = writer.start(path) if path is not None else writer.start()
-    if progress:
-        follow(query)
+    started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
+    following = follow(started) if progress else None
+    started.following = following
     if stop_on_signal:
-        stop_on_signals(query)
-    return Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
+        stop_on_signals(started, follower=following.follower if following else None)
+    return started

@@ -278,7 +278,7 @@ class Runner:
         the driver's activation."""
         rows = late = fired = created = discarded = emits = callback_us = count = 0
         deadlines_fired = 0
-        two_clocks, deadlines = self.driver.two_clocks, self.deadlines
+        deadlines = self.deadlines
         processing = None if eof else self.processing_ms  # finish (Eof): no processing clock
         driver, blobs, live, timers = self.driver, self.blobs, self.live, self.timers
         outputs, checker, now_ms = self.result.outputs.extend, self.outputs, self.now_ms
@@ -317,7 +317,7 @@ class Runner:
                 elif timers:
                     timers.pop(key, None)
                     self.timeouts.pop(key, None)
-                if two_clocks:
+                if driver.two_clocks:  # a builder function: known from its first logic
                     if act.deadline is None:
                         deadlines.pop(key, None)
                     else:

@@ -88,6 +88,27 @@ def test_state_show_prints_a_table_and_json(spark, stream_checkpoint, capsys):
     assert lines[-1]["summary"]["live_keys"] == len(live)
 
 
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+def test_state_show_lists_keys_sorted_by_value_on_both_hosts(spark, tmp_path, capsys, host):
+    # int keys: sorted as numbers (2, 9, 10, 33), not as texts ("10" < "2")
+    keys = [33, 10, 2, 9]
+    script = [Batch([(k, {"ts": T0, "value": 1}) for k in keys])]
+    assert sorted(run(Accumulator, script, time=TIME).snapshots) == sorted(keys)  # all live
+    run_script_on_spark(spark, Accumulator, script, input_schema="key long, ts timestamp, "
+                        "value long", output_schema=OUTPUT, time=TIME,
+                        workdir=str(tmp_path), host=host)
+    checkpoint = str(tmp_path / "checkpoint")
+    assert _state_cli(["show", checkpoint, "--limit", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [int(line.split(" | ")[0]) for line in lines[2:-1]] == sorted(keys)
+    assert lines[-1].startswith("4 live keys (sorted by key)")
+    assert _state_cli(["show", checkpoint, "--json", "--limit", "3"]) == 0
+    shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["key"] for line in shown[:-1]] == sorted(shown_key for shown_key in
+                                                         [line["key"] for line in shown[:-1]])
+    assert len(shown) == 4 and shown[-1]["summary"]["live_keys"] == 4
+
+
 def test_state_clear_asks_and_refuses_while_in_use(stream_checkpoint, tmp_path, capsys,
                                                    monkeypatch):
     checkpoint, _ = stream_checkpoint
@@ -174,6 +195,33 @@ def test_start_refuses_a_changed_output_schema(spark, tmp_path):
     message = str(refused.value)
     assert "step 'sum': output changed from 'total bigint, version bigint' to " \
            "'total bigint, version bigint, extra string'" in message
+
+
+def test_a_restart_with_a_changed_watermark_delay_resumes(spark, tmp_path):
+    """Spark allows a new delay; sw.start too (docs/guide.md, "Restarting with
+    changes"): the state carries on and the record takes the new delay."""
+    source, rows = tmp_path / "in", []
+    source.mkdir()
+
+    def run_with(delay, number, minutes):
+        path = source / f"batch-{number}.json"
+        path.write_text("".join(json.dumps({"key": "a", "ts": (T0 + timedelta(minutes=m))
+                                            .isoformat(), "value": 1}) + "\n" for m in minutes))
+        stream = spark.readStream.schema(INPUT).json(str(source))
+        out = sw.stateful(stream, key="key", builder=Accumulator, output_schema=OUTPUT,
+                          time=sw.EventTime("ts", watermark=delay), step_id="acc")
+        query = sw.start(out, checkpoint=str(tmp_path / "ck"), trigger={"availableNow": True},
+                         foreach_batch=lambda frame, _: rows.extend(frame.collect()))
+        query.awaitTermination()
+
+    run_with("2 minutes", 0, [0, 1])
+    run_with("10 seconds", 1, [2])  # refused before: "event_time changed"
+    steps = json.loads((tmp_path / "ck" / "sparkwax-steps.json").read_text())
+    assert steps["steps"]["acc"]["event_time"] == "ts - 10000 ms"
+    entries = read_entries(spark, str(tmp_path / "ck"))
+    offline = run(Accumulator, [Batch([item("a", 0, 1), item("a", 1, 1)]), Crash(),
+                                Batch([item("a", 2, 1)])], time=TIME)
+    assert [e.snapshot for e in entries] == [offline.snapshots["a"]]  # the state carried on
 
 
 def test_packed_state_show_and_finish_match_offline(spark, tmp_path):

@@ -41,7 +41,7 @@ from .hosts import demo_hosts
 from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
 from .options import (AVAILABLE_NOW, DEFAULT_OUTPUT, DemoOptions, add_arguments,
                       parse_trigger)
-from .report import Printer, print_summary
+from .report import HOSTS_EXPLAINED, LINES_EXPLAINED, DemoLines, Printer, explain, print_summary
 
 WATERMARK = "5 minutes"
 MARKER = ".sparkwax-demo"
@@ -65,6 +65,9 @@ class QueryStats:
     rows: int = 0
     busy_ms: int = 0
     state_rows: int = 0
+    first_ms: int = 0       # the first batch's time: it pays the start-up
+    first_rows: int = 0
+    keys_held: int = 0      # keys created - discarded (the demo's checkpoints start empty)
     metrics: StepMetrics = field(default_factory=StepMetrics)   # the step's, summed
     host: str = "per_key"   # packed: Spark's state rows are buckets
 
@@ -143,6 +146,7 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
     hosts = demo_hosts(stream.batches(options.batches), options.host)
     for name, choice in hosts.items():
         say(f"  {name}: host {choice.host} ({choice.reason})")
+    explain(say, HOSTS_EXPLAINED)
 
     from pyspark import SparkContext
 
@@ -173,8 +177,9 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
         say(f"streaming with trigger {options.trigger!r}, watermark {WATERMARK}, "
             f"master {_master(spark)}, "
             f"{spark.conf.get('spark.sql.shuffle.partitions')} state partitions")
+        explain(say, LINES_EXPLAINED.format(watermark=WATERMARK))
         try:
-            _follow(queries, trigger, say)
+            _follow(queries, trigger, say, {name: c.host for name, c in hosts.items()})
         finally:
             for query in queries.values():
                 if query.isActive:
@@ -276,11 +281,12 @@ def _start_queries(spark, paths, checkpoint, trigger, fmt, hosts):
     return started
 
 
-def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer) -> None:
+def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer,
+            hosts: Dict[str, str]) -> None:
     """Print progress until the queries have consumed the input."""
     from ...engine.progress import Follower
 
-    lines = Follower(queries, lambda line: say("  " + line))
+    lines = Follower(queries, lambda line: say("  " + line), DemoLines(hosts))
     done = threading.Event()
     failure: List[BaseException] = []
     if "processingTime" in trigger:
@@ -335,9 +341,14 @@ def _stats(name: str, query) -> QueryStats:
     progresses = query.recentProgress
     for progress in progresses:
         stats.batches += 1
-        stats.rows += int(progress.get("numInputRows") or 0)
-        stats.busy_ms += int((progress.get("durationMs") or {}).get("triggerExecution") or 0)
+        rows = int(progress.get("numInputRows") or 0)
+        busy = int((progress.get("durationMs") or {}).get("triggerExecution") or 0)
+        stats.rows += rows
+        stats.busy_ms += busy
+        if int(progress["batchId"]) == 0:
+            stats.first_ms, stats.first_rows = busy, rows
     stats.metrics = sum(by_batch(progresses, name).values(), StepMetrics())
+    stats.keys_held = stats.metrics.keys_created - stats.metrics.keys_discarded
     last = query.lastProgress
     if last:
         stats.state_rows = sum(int(op.get("numRowsTotal") or 0)

@@ -32,8 +32,8 @@ def choose_host(keys_total: int, keys_per_batch: int, snapshot_bytes: int) -> Ho
     """The host docs/performance.md recommends for a query of this shape."""
     touched = max(keys_per_batch, 1)
     rewrite = keys_total * (snapshot_bytes + 25) / touched
-    shape = (f"~{keys_per_batch:,} of {keys_total:,} keys per micro-batch, "
-             f"~{rewrite / 1000:,.1f} KB of bucket rewrite per touched key")
+    shape = (f"~{keys_per_batch:,} of {keys_total:,} keys per micro-batch change; "
+             f"each changed key costs ~{rewrite / 1000:,.1f} KB of buckets rewritten")
     if keys_per_batch >= MANY_TOUCHED or rewrite < PACKED_BELOW_BYTES:
         return HostChoice("packed", shape)
     return HostChoice("per_key", shape)

@@ -16,7 +16,7 @@ Every function is keyword-only and accepts strategies for its parts.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from hypothesis import strategies as st
 
@@ -26,8 +26,9 @@ from ..script import Batch, Crash, Eof, Tick
 SearchStrategy = st.SearchStrategy
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
-__all__ = ["START", "check_logic", "clock_advances", "crash_points", "keyed_items",
-           "micro_batches", "scripts", "st", "timestamped_items"]
+__all__ = ["START", "check_logic", "clock_advances", "crash_points", "event_types",
+           "keyed_items", "micro_batches", "records", "scripts", "st", "tagged_items",
+           "timestamped_items"]
 
 
 def keyed_items(*, keys: Optional[SearchStrategy] = None, values: Optional[SearchStrategy] = None,
@@ -65,6 +66,115 @@ def timestamped_items(*, keys: Optional[SearchStrategy] = None,
         return items
 
     return st.lists(one, min_size=min_size, max_size=max_size).map(build)
+
+
+def _timed(keys: SearchStrategy, values: SearchStrategy, wrap, *, column: str,
+           start: datetime, steps: Optional[SearchStrategy],
+           disorder: Optional[SearchStrategy], min_size: int, max_size: int
+           ) -> SearchStrategy:
+    """Keyed items ``(key, wrap(event_time, value))``, event times as in
+    ``timestamped_items``."""
+    steps = steps if steps is not None else st.integers(0, 600).map(lambda s: timedelta(seconds=s))
+    disorder = disorder if disorder is not None else st.integers(0, 300).map(
+        lambda s: timedelta(seconds=s))
+
+    def build(rows: List[Tuple[Any, Any, timedelta, timedelta]]):
+        clock, items = start, []
+        for key, value, step, back in rows:
+            clock += step
+            items.append((key, wrap(clock - back, value)))
+        return items
+
+    return st.lists(st.tuples(keys, values, steps, disorder), min_size=min_size,
+                    max_size=max_size).map(build)
+
+
+def records(*, fields: Dict[str, SearchStrategy], keys: Optional[SearchStrategy] = None,
+            column: str = "ts", start: datetime = START,
+            steps: Optional[SearchStrategy] = None, disorder: Optional[SearchStrategy] = None,
+            min_size: int = 0, max_size: int = 30) -> SearchStrategy:
+    """Keyed items whose values are records ``{column: aware datetime,
+    **fields}``, one strategy per field (event times as in ``timestamped_items``).
+
+    >>> from hypothesis import find
+    >>> payments = records(fields={"amount": st.integers(1, 500),
+    ...                            "country": st.sampled_from(["FR", "US"])})
+    >>> key, value = find(payments, lambda items: len(items) == 1)[0]
+    >>> sorted(value)
+    ['amount', 'country', 'ts']
+    """
+    keys = keys if keys is not None else st.sampled_from(["a", "b", "c"])
+    return _timed(keys, st.fixed_dictionaries(fields), lambda ts, v: {column: ts, **v},
+                  column=column, start=start, steps=steps, disorder=disorder,
+                  min_size=min_size, max_size=max_size)
+
+
+def event_types(*, types: Dict[str, Dict[str, SearchStrategy]], type_column: str = "type",
+                keys: Optional[SearchStrategy] = None, column: str = "ts",
+                start: datetime = START, steps: Optional[SearchStrategy] = None,
+                disorder: Optional[SearchStrategy] = None, one_schema: bool = True,
+                min_size: int = 0, max_size: int = 30) -> SearchStrategy:
+    """One stream of several event types: keyed items whose values are
+    ``{column: time, type_column: name, **that type's fields}``, the types
+    mixed. With ``one_schema`` (default) every record has every type's
+    fields, None where its type has none, as rows of one Spark DataFrame do.
+
+    >>> from hypothesis import find
+    >>> clicks = event_types(types={"view": {"page": st.sampled_from(["/", "/cart"])},
+    ...                             "purchase": {"amount": st.integers(1, 500)}})
+    >>> items = find(clicks, lambda items: {v["type"] for _, v in items} == {"view", "purchase"})
+    >>> sorted(items[0][1])
+    ['amount', 'page', 'ts', 'type']
+    """
+    if not types:
+        raise ValueError("event_types needs at least one type")
+    keys = keys if keys is not None else st.sampled_from(["a", "b", "c"])
+    every = {name: None for fields in types.values() for name in fields}
+    one = st.one_of([st.fixed_dictionaries(fields).map(_typed(type_column, name))
+                     for name, fields in types.items()])
+
+    def wrap(ts, value):
+        return {column: ts, **(every if one_schema else {}), **value}
+
+    return _timed(keys, one, wrap, column=column, start=start, steps=steps,
+                  disorder=disorder, min_size=min_size, max_size=max_size)
+
+
+def tagged_items(*, sides: Dict[Any, Dict[str, SearchStrategy]],
+                 keys: Optional[SearchStrategy] = None, column: str = "ts",
+                 start: datetime = START, steps: Optional[SearchStrategy] = None,
+                 disorder: Optional[SearchStrategy] = None,
+                 min_size: int = 0, max_size: int = 30) -> SearchStrategy:
+    """The items of a connected step (``ops.connect``, ``join``): keyed
+    ``Tagged(side, record)`` items, the sides mixed in one arrival order,
+    each side's records ``{column: time, **its fields}``. Run them with
+    ``run(..., sides=list(sides))`` in EventTime mode.
+
+    >>> from hypothesis import find
+    >>> both = tagged_items(sides={"orders": {"amount": st.integers(1, 9)},
+    ...                            "payments": {"paid": st.integers(1, 9)}})
+    >>> key, item = find(both, lambda items: len(items) == 1)[0]
+    >>> item.side in ("orders", "payments") and "ts" in item.value
+    True
+    """
+    from ...sides import Tagged
+
+    if not sides:
+        raise ValueError("tagged_items needs at least one side")
+    keys = keys if keys is not None else st.sampled_from(["a", "b", "c"])
+    one = st.one_of([st.fixed_dictionaries(fields).map(_sided(side))
+                     for side, fields in sides.items()])
+    return _timed(keys, one, lambda ts, pair: Tagged(pair[0], {column: ts, **pair[1]}),
+                  column=column, start=start, steps=steps, disorder=disorder,
+                  min_size=min_size, max_size=max_size)
+
+
+def _typed(type_column: str, name: str) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
+    return lambda value: {type_column: name, **value}
+
+
+def _sided(side: Any) -> Callable[[Dict[str, Any]], Tuple[Any, Dict[str, Any]]]:
+    return lambda value: (side, value)
 
 
 @st.composite

@@ -1,0 +1,101 @@
+"""Progress lines: the last (no-data) batch printed before awaitTermination
+returns, "stopped" after the last batch's line, an unnamed query labelled by
+its steps. Fake queries (no pyspark): they report progress dictionaries the
+way Spark's StreamingQuery does."""
+
+import signal
+import threading
+import time
+
+from sparkwax.engine.progress import Follower, follow, query_name, stop_on_signals
+from sparkwax.engine.query import Query
+
+
+def _progress(batch, rows):
+    return {"batchId": batch, "numInputRows": rows, "processedRowsPerSecond": 10.0,
+            "durationMs": {"triggerExecution": 100}, "stateOperators": [],
+            "eventTime": {}, "observedMetrics": {}}
+
+
+class FakeQuery:
+    """Runs ``batches`` (input rows per batch; 0 = a no-data batch) on a
+    thread, then stops, as availableNow does."""
+
+    def __init__(self, batches, name=None, pause=0.05):
+        self.name, self.id = name, "1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed"
+        self.recentProgress, self.isActive = [], True
+        self.status = {"isTriggerActive": False}
+        self._batches, self._pause, self._stopped = batches, pause, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def lastProgress(self):
+        return self.recentProgress[-1] if self.recentProgress else None
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def _run(self):
+        for batch, rows in enumerate(self._batches):
+            if self._stopped.is_set():
+                break
+            self.status = {"isTriggerActive": True}
+            time.sleep(self._pause)
+            self.recentProgress = self.recentProgress + [_progress(batch, rows)]
+            self.status = {"isTriggerActive": False}
+            time.sleep(self._pause)
+        self.isActive = False
+
+    def awaitTermination(self, timeout=None):
+        self._thread.join(timeout)
+        return not self.isActive
+
+    def stop(self):
+        self._stopped.set()
+        self._thread.join()
+
+
+def test_await_termination_returns_after_the_final_no_data_batch_is_printed():
+    lines = []
+    spark_query = FakeQuery([5, 3, 0])  # the last: the no-data batch that fires timers
+    query = Query(spark_query, spark=None, checkpoint="/ck", steps={"sessions": {}})
+    # a slow poll interval: without waiting for the thread, the lines would come late
+    query.following = follow(query, say=lines.append, interval=5.0)
+    spark_query.start()
+    query.awaitTermination()
+    assert [line.split()[:3] for line in lines] == [
+        ["sessions", "batch", "0"], ["sessions", "batch", "1"], ["sessions", "batch", "2"]]
+    assert "no data (timers)" in lines[-1]
+
+
+def test_stopped_is_printed_after_the_last_batch_line():
+    lines = []
+    spark_query = FakeQuery([1] * 1000, name="counts", pause=0.02)
+    follower = Follower({"counts": spark_query}, lines.append)  # never polled by a thread
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        assert stop_on_signals(spark_query, say=lines.append, follower=follower)
+        spark_query.start()
+        while len(spark_query.recentProgress) < 3:
+            time.sleep(0.01)
+        signal.raise_signal(signal.SIGINT)
+        spark_query.awaitTermination(30)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    stopped = [i for i, line in enumerate(lines) if "stopped query 'counts'" in line]
+    assert len(stopped) == 1
+    batch_lines = [line for line in lines if line.startswith("counts  batch")]
+    assert batch_lines and stopped[0] > lines.index(batch_lines[-1])
+    last = int(batch_lines[-1].split()[2])
+    assert f"(last batch {last})" in lines[stopped[0]]
+
+
+def test_an_unnamed_query_is_labelled_by_its_steps_not_its_id():
+    spark_query = FakeQuery([])
+    assert query_name(spark_query) == "1b9d6bcd"  # Spark's own query: no steps known
+    started = Query(spark_query, spark=None, checkpoint="/ck",
+                    steps={"sessions": {}, "alerts": {}})
+    assert query_name(started) == "alerts,sessions"
+    spark_query.name = "mine"
+    assert query_name(started) == "mine"
