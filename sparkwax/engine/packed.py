@@ -160,9 +160,16 @@ class PackedHost:
                 "step? Start from a new checkpoint (`sparkwax state clear`)") from error
 
     def _commit(self, state, bucket: Bucket, now_ms: int) -> None:
+        stored, earliest = self._write(state, bucket)
+        if stored and earliest is not None and self.timeout_conf != NO_TIMEOUT:
+            arm(state, self.driver.time, earliest, now_ms)
+
+    def _write(self, state, bucket: Bucket) -> Tuple[bool, Optional[int]]:
+        """Store ``bucket`` (remove it when empty, refuse it when too large):
+        ``(stored, the earliest armed entry)``."""
         if not len(bucket):
             state.remove()
-            return
+            return False, None
         blob, earliest = bucket.encode()
         if self.max_snapshot_bytes is not None and len(blob) > self.max_snapshot_bytes:
             key, size = max(((k, len(b)) for k, b, _, _ in Bucket.decode(blob).entries()),
@@ -171,8 +178,7 @@ class PackedHost:
                                 f"the bucket holding this key (its snapshot {size:,} bytes, "
                                 f"{len(bucket)} keys in all)")
         state.update((blob, self.buckets))
-        if earliest is not None and self.timeout_conf != NO_TIMEOUT:
-            arm(state, self.driver.time, earliest, now_ms)
+        return True, earliest
 
     def _key_values(self, key) -> Tuple:
         return (key,) if self.single else tuple(key)

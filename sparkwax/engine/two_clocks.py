@@ -125,19 +125,9 @@ class TwoClockPackedHost(PackedHost):
 
     def _commit_two_clocks(self, state, bucket: Bucket, any_timer: bool,
                            processing_ms: int) -> None:
-        if not len(bucket):
-            state.remove()
-            return
-        blob, earliest_deadline = bucket.encode()
-        if self.max_snapshot_bytes is not None and len(blob) > self.max_snapshot_bytes:
-            key, size = max(((k, len(b)) for k, b, _, _ in Bucket.decode(blob).entries()),
-                            key=lambda entry: entry[1])
-            check_snapshot_size(self.driver.step_id, key, len(blob), self.max_snapshot_bytes,
-                                f"the bucket holding this key (its snapshot {size:,} bytes, "
-                                f"{len(bucket)} keys in all)")
-        state.update((blob, self.buckets))
-        _arm(state, 1 if any_timer else None, earliest_deadline, processing_ms)
-
+        stored, earliest_deadline = self._write(state, bucket)
+        if stored:
+            _arm(state, 1 if any_timer else None, earliest_deadline, processing_ms)
 
 def due_keys(bucket: Bucket, watermark_ms: int, processing_ms: int) -> List[Any]:
     """Stored keys whose event timer or deadline is due (``Deadlines.due``, on
