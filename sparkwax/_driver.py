@@ -136,6 +136,9 @@ class Driver:
         sides = step.sides
         self._tag = sides.tagged if sides is not None and sides.layout is not None else None
         self._entry = "on_batch" if step.batch else "on_item"
+        # An item step without sides: its activations without event times,
+        # order or EOF take the flattened path (``_activate_plain``).
+        self._plain = not step.batch and step.sides is None
         self.two_clocks = step.two_clocks  # processing deadlines beside event timers
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
         self._clock: Optional[Clock] = None  # the last activation's (reused at the same now)
@@ -250,6 +253,9 @@ class Driver:
         kept it; a rebuilt logic that disagrees gets a LostStateWarning.
         ``processing_ms``: the processing clock of a two-clock step (None:
         there is none, deadlines do not fire)."""
+        if self._plain and self.two_clocks is False and event_times is None and not eof \
+                and (order is None or len(values) < 2):
+            return self._activate_plain(key, stored, values, now_ms, committed_timer)
         started = perf_counter_ns()
         self.check_key(key, values)
         if self.two_clocks is False:
@@ -278,6 +284,60 @@ class Driver:
             reset_clock(token)
         return self._counted(act, stored is not None, started)
 
+    def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
+                        now_ms: Optional[int], committed_timer: Any) -> Activation:
+        """``activate`` flattened for the common case (``_plain``: an item
+        step without sides; no event times, nothing to order, not EOF, one
+        clock): the same steps, checks, errors and result in one frame (the
+        general path's chain of small calls cost about half of a small
+        activation). ``tests/unit/test_fast_path.py`` compares both paths."""
+        started = perf_counter_ns()
+        kind = type(key)
+        if kind is not str and kind is not int:
+            self.check_key(key, values)
+        clock = self._clock
+        if now_ms is None:
+            clock = None
+        elif clock is None or clock.now_ms != now_ms or clock.processing_ms is not None:
+            clock = self._clock_at(now_ms)
+        token = set_clock(clock)
+        try:
+            emits: List[Any] = []
+            touched = False
+            fired = 0
+            logic: Optional[Logic] = None
+            if stored is not None:
+                logic = self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
+                if committed_timer is not NO_VALUE:
+                    self._check_rebuilt_timer(key, logic, committed_timer)
+                if is_due(self._next_timer(key, logic), now_ms):
+                    touched = True
+                    fired = 1
+                    if self._call(key, logic, "on_notify", emits):
+                        logic = None
+            if len(values):
+                touched = True
+                logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
+            snapshot: Any = None
+            state: Optional[bytes] = None
+            timer: Optional[int] = None
+            armed: Optional[int] = None
+            if logic is not None:
+                if touched:
+                    snapshot = self.snapshot(key, logic)
+                    state = recovery.encode(snapshot, step_id=self.step_id, key=key)
+                else:  # no callback ran: the stored bytes are still exact
+                    snapshot, state = _Lazy, stored
+                timer = self._next_timer(key, logic)
+                if timer is not None and now_ms is not None:
+                    armed = self.time.armed_timeout(timer, now_ms)
+        finally:
+            reset_clock(token)
+        return _new(Activation, (emits, state, timer, snapshot, 0, armed, len(values), fired,
+                                 int(state is not None and stored is None),
+                                 int(stored is not None and state is None),
+                                 (perf_counter_ns() - started) // 1000, None, 0))
+
     def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                       values: Sequence[Any], now_ms: Optional[int], *, eof: bool = False,
                       event_times: EventTimes = None, order: Columns = None,
@@ -288,6 +348,9 @@ class Driver:
         ``restore="on_crash"``): ``logic`` is the key's live object, else
         ``stored`` its committed snapshot (after a crash). Returns the
         activation (``state`` not encoded) and the live logic (None: no state)."""
+        if self._plain and self.two_clocks is False and event_times is None and not eof \
+                and (order is None or len(values) < 2):
+            return self._live_plain(key, logic, stored, values, now_ms, committed_timer)
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
@@ -312,6 +375,48 @@ class Driver:
                           None if timer is None else self._armed(timer, now_ms),
                           len(values), fired, deadline, deadlines)
         return self._counted(act, had_state, started, logic is not None), logic
+
+    def _live_plain(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
+                    values: Sequence[Any], now_ms: Optional[int], committed_timer: Any
+                    ) -> Tuple[Activation, Optional[Logic]]:
+        """``activate_live`` flattened for the case ``_activate_plain`` takes."""
+        started = perf_counter_ns()
+        kind = type(key)
+        if kind is not str and kind is not int:
+            self.check_key(key, values)
+        had_state = logic is not None or stored is not None
+        clock = self._clock
+        if now_ms is None:
+            clock = None
+        elif clock is None or clock.now_ms != now_ms or clock.processing_ms is not None:
+            clock = self._clock_at(now_ms)
+        token = set_clock(clock)
+        try:
+            emits: List[Any] = []
+            fired = 0
+            if logic is None and stored is not None:
+                logic = self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
+                if committed_timer is not NO_VALUE:
+                    self._check_rebuilt_timer(key, logic, committed_timer)
+            if logic is not None and is_due(self._next_timer(key, logic), now_ms):
+                fired = 1
+                if self._call(key, logic, "on_notify", emits):
+                    logic = None
+            if len(values):
+                logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
+            timer: Optional[int] = None
+            armed: Optional[int] = None
+            if logic is not None:
+                timer = self._next_timer(key, logic)
+                if timer is not None and now_ms is not None:
+                    armed = self.time.armed_timeout(timer, now_ms)
+        finally:
+            reset_clock(token)
+        has_state = logic is not None
+        return _new(Activation, (emits, None, timer, _Lazy if has_state else None, 0, armed,
+                                 len(values), fired, int(has_state and not had_state),
+                                 int(had_state and not has_state),
+                                 (perf_counter_ns() - started) // 1000, None, 0)), logic
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
         """What a live logic commits: ``encode(snapshot())``."""
