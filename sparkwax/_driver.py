@@ -44,6 +44,8 @@ activation is:
 from __future__ import annotations
 
 import warnings
+from pickle import dumps as _dumps
+from pickle import loads as _loads
 from time import perf_counter_ns
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, cast
 
@@ -287,10 +289,10 @@ class Driver:
     def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
                         now_ms: Optional[int], committed_timer: Any) -> Activation:
         """``activate`` flattened for the common case (``_plain``: an item
-        step without sides; no event times, nothing to order, not EOF, one
-        clock): the same steps, checks, errors and result in one frame (the
-        general path's chain of small calls cost about half of a small
-        activation). ``tests/unit/test_fast_path.py`` compares both paths."""
+        step without sides nor processing deadlines; no event times, nothing
+        to order, not EOF): the same steps, checks, errors and result in one
+        frame (the general path's chain of small calls cost about half of a
+        small activation). ``tests/unit/test_fast_path.py`` compares both."""
         started = perf_counter_ns()
         kind = type(key)
         if kind is not str and kind is not int:
@@ -305,32 +307,83 @@ class Driver:
             emits: List[Any] = []
             touched = False
             fired = 0
-            logic: Optional[Logic] = None
-            if stored is not None:
-                logic = self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
+            logic: Any = None
+            on_item: Any = None
+            if stored is not None:  # 1. restore (decode's common case inline)
+                resume: Any = _MISSING
+                if type(stored) is bytes and stored.startswith(recovery.PLAIN_HEADER):
+                    try:
+                        resume = _loads(memoryview(stored)[recovery.HEADER_SIZE:])
+                    except Exception:
+                        pass  # decode says what is wrong
+                if resume is _MISSING:
+                    resume = recovery.decode(stored, step_id=self.step_id, key=key)
+                logic = self._build(key, resume)
                 if committed_timer is not NO_VALUE:
                     self._check_rebuilt_timer(key, logic, committed_timer)
-                if is_due(self._next_timer(key, logic), now_ms):
+                try:  # 2. the timer (as _next_timer)
+                    moment = logic.notify_at()
+                except Exception as error:
+                    raise self._notify_at_raised(key, error) from error
+                if moment is not None and is_due(self._timer_ms(key, moment), now_ms):
                     touched = True
                     fired = 1
                     if self._call(key, logic, "on_notify", emits):
                         logic = None
-            if len(values):
+            if len(values):  # 3. items (as _items)
                 touched = True
-                logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
+                if logic is not None:
+                    on_item = logic.on_item
+                extend = emits.extend
+                for value in values:
+                    if on_item is None:
+                        logic = self._build(key, None)
+                        on_item = logic.on_item
+                    try:
+                        result = on_item(value)
+                    except Exception as error:
+                        raise CallbackError(self.step_id, key, "on_item", value,
+                                            f"on_item raised {error!r} on this value") from error
+                    if type(result) is not tuple or len(result) != 2:
+                        raise ReturnValueError(self.step_id, key, "on_item", result,
+                                               "must return a 2-tuple (emits, discard)")
+                    out, discard = result
+                    if type(out) is list or type(out) is tuple:
+                        extend(out)
+                    else:
+                        extend(self._emits(key, "on_item", out))
+                    if discard is not False:
+                        if discard is not True:
+                            raise ReturnValueError(self.step_id, key, "on_item", discard,
+                                                   "the discard flag must be a bool (RETAIN "
+                                                   "or DISCARD)")
+                        logic = on_item = None
             snapshot: Any = None
             state: Optional[bytes] = None
             timer: Optional[int] = None
             armed: Optional[int] = None
-            if logic is not None:
+            if logic is not None:  # 5. commit (as _commit)
                 if touched:
-                    snapshot = self.snapshot(key, logic)
-                    state = recovery.encode(snapshot, step_id=self.step_id, key=key)
+                    try:
+                        snapshot = logic.snapshot()
+                    except Exception as error:
+                        raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
+                                            f"snapshot() raised {error!r}") from error
+                    try:
+                        state = recovery.PLAIN_HEADER + _dumps(snapshot,
+                                                               protocol=recovery.PROTOCOL)
+                    except Exception:  # encode's other serializer, or its named error
+                        state = recovery.encode(snapshot, step_id=self.step_id, key=key)
                 else:  # no callback ran: the stored bytes are still exact
                     snapshot, state = _Lazy, stored
-                timer = self._next_timer(key, logic)
-                if timer is not None and now_ms is not None:
-                    armed = self.time.armed_timeout(timer, now_ms)
+                try:
+                    moment = logic.notify_at()
+                except Exception as error:
+                    raise self._notify_at_raised(key, error) from error
+                if moment is not None:
+                    timer = self._timer_ms(key, moment)
+                    if now_ms is not None:
+                        armed = self.time.armed_timeout(timer, now_ms)
         finally:
             reset_clock(token)
         return _new(Activation, (emits, state, timer, snapshot, 0, armed, len(values), fired,
@@ -589,10 +642,15 @@ class Driver:
         try:
             moment = logic.notify_at()
         except Exception as error:
-            raise CallbackError(self.step_id, key, "notify_at", NO_VALUE,
-                                f"notify_at() raised {error!r}") from error
-        if moment is None:
-            return None
+            raise self._notify_at_raised(key, error) from error
+        return None if moment is None else self._timer_ms(key, moment)
+
+    def _notify_at_raised(self, key: Any, error: Exception) -> CallbackError:
+        return CallbackError(self.step_id, key, "notify_at", NO_VALUE,
+                             f"notify_at() raised {error!r}")
+
+    def _timer_ms(self, key: Any, moment: Any) -> int:
+        """A ``notify_at()`` that is not None, as epoch ms (rounded up), validated."""
         try:
             return timer_ms(require_aware(moment))
         except (TypeError, ValueError) as error:
