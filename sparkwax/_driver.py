@@ -318,7 +318,12 @@ class Driver:
                         pass  # decode says what is wrong
                 if resume is _MISSING:
                     resume = recovery.decode(stored, step_id=self.step_id, key=key)
-                logic = self._build(key, resume)
+                try:  # as _build (a plain step knows it has no deadlines)
+                    logic = self.builder(resume)
+                except Exception as error:
+                    raise self._builder_raised(key, resume, error) from error
+                if not callable(getattr(logic, "on_item", None)):
+                    raise self._not_a_logic(key, logic)
                 if committed_timer is not NO_VALUE:
                     self._check_rebuilt_timer(key, logic, committed_timer)
                 try:  # 2. the timer (as _next_timer)
@@ -387,8 +392,8 @@ class Driver:
         finally:
             reset_clock(token)
         return _new(Activation, (emits, state, timer, snapshot, 0, armed, len(values), fired,
-                                 int(state is not None and stored is None),
-                                 int(stored is not None and state is None),
+                                 1 if stored is None and state is not None else 0,
+                                 1 if state is None and stored is not None else 0,
                                  (perf_counter_ns() - started) // 1000, None, 0))
 
     def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
@@ -548,17 +553,23 @@ class Driver:
         try:
             logic: Logic = self.builder(snapshot)
         except Exception as error:
-            what = "builder(None)" if snapshot is None else "builder(resume_state)"
-            raise BuilderError(self.step_id, key, what, NO_VALUE if snapshot is None else snapshot,
-                               f"the builder raised {error!r}") from error
+            raise self._builder_raised(key, snapshot, error) from error
         if not callable(getattr(logic, self._entry, None)):
-            raise BuilderError(self.step_id, key, "builder", logic,
-                               f"the builder must return a logic object with {self._entry}()")
+            raise self._not_a_logic(key, logic)
         if self.two_clocks is None:  # a builder function: learnt from its first logic
             self.two_clocks = logic_has_deadlines(logic)
             if self.two_clocks:
                 check_deadlines(self.step_id, self.time, type(logic).__qualname__)
         return logic
+
+    def _builder_raised(self, key: Any, snapshot: Any, error: Exception) -> BuilderError:
+        what = "builder(None)" if snapshot is None else "builder(resume_state)"
+        return BuilderError(self.step_id, key, what, NO_VALUE if snapshot is None else snapshot,
+                            f"the builder raised {error!r}")
+
+    def _not_a_logic(self, key: Any, logic: Any) -> BuilderError:
+        return BuilderError(self.step_id, key, "builder", logic,
+                            f"the builder must return a logic object with {self._entry}()")
 
     def _run(self, key: Any, logic: Optional[Logic], values: Sequence[Any],
              now_ms: Optional[int], eof: bool, event_times: EventTimes,
