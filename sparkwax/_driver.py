@@ -44,6 +44,8 @@ activation is:
 from __future__ import annotations
 
 import warnings
+from pickle import dumps as _dumps
+from pickle import loads as _loads
 from time import perf_counter_ns
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, cast
 
@@ -136,6 +138,9 @@ class Driver:
         sides = step.sides
         self._tag = sides.tagged if sides is not None and sides.layout is not None else None
         self._entry = "on_batch" if step.batch else "on_item"
+        # An item step without sides: its activations without event times,
+        # order or EOF take the flattened path (``_activate_plain``).
+        self._plain = not step.batch and step.sides is None
         self.two_clocks = step.two_clocks  # processing deadlines beside event timers
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
         self._clock: Optional[Clock] = None  # the last activation's (reused at the same now)
@@ -250,6 +255,9 @@ class Driver:
         kept it; a rebuilt logic that disagrees gets a LostStateWarning.
         ``processing_ms``: the processing clock of a two-clock step (None:
         there is none, deadlines do not fire)."""
+        if self._plain and self.two_clocks is False and event_times is None and not eof \
+                and (order is None or len(values) < 2):
+            return self._activate_plain(key, stored, values, now_ms, committed_timer)
         started = perf_counter_ns()
         self.check_key(key, values)
         if self.two_clocks is False:
@@ -278,6 +286,116 @@ class Driver:
             reset_clock(token)
         return self._counted(act, stored is not None, started)
 
+    def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
+                        now_ms: Optional[int], committed_timer: Any) -> Activation:
+        """``activate`` flattened for the common case (``_plain``: an item
+        step without sides nor processing deadlines; no event times, nothing
+        to order, not EOF): the same steps, checks, errors and result in one
+        frame (the general path's chain of small calls cost about half of a
+        small activation). ``tests/unit/test_fast_path.py`` compares both."""
+        started = perf_counter_ns()
+        kind = type(key)
+        if kind is not str and kind is not int:
+            self.check_key(key, values)
+        clock = self._clock
+        if now_ms is None:
+            clock = None
+        elif clock is None or clock.now_ms != now_ms or clock.processing_ms is not None:
+            clock = self._clock_at(now_ms)
+        token = set_clock(clock)
+        try:
+            emits: List[Any] = []
+            touched = False
+            fired = 0
+            logic: Any = None
+            on_item: Any = None
+            if stored is not None:  # 1. restore (decode's common case inline)
+                resume: Any = _MISSING
+                if type(stored) is bytes and stored.startswith(recovery.PLAIN_HEADER):
+                    try:
+                        resume = _loads(memoryview(stored)[recovery.HEADER_SIZE:])
+                    except Exception:
+                        pass  # decode says what is wrong
+                if resume is _MISSING:
+                    resume = recovery.decode(stored, step_id=self.step_id, key=key)
+                try:  # as _build (a plain step knows it has no deadlines)
+                    logic = self.builder(resume)
+                except Exception as error:
+                    raise self._builder_raised(key, resume, error) from error
+                if not callable(getattr(logic, "on_item", None)):
+                    raise self._not_a_logic(key, logic)
+                if committed_timer is not NO_VALUE:
+                    self._check_rebuilt_timer(key, logic, committed_timer)
+                try:  # 2. the timer (as _next_timer)
+                    moment = logic.notify_at()
+                except Exception as error:
+                    raise self._notify_at_raised(key, error) from error
+                if moment is not None and is_due(self._timer_ms(key, moment), now_ms):
+                    touched = True
+                    fired = 1
+                    if self._call(key, logic, "on_notify", emits):
+                        logic = None
+            if len(values):  # 3. items (as _items)
+                touched = True
+                if logic is not None:
+                    on_item = logic.on_item
+                extend = emits.extend
+                for value in values:
+                    if on_item is None:
+                        logic = self._build(key, None)
+                        on_item = logic.on_item
+                    try:
+                        result = on_item(value)
+                    except Exception as error:
+                        raise CallbackError(self.step_id, key, "on_item", value,
+                                            f"on_item raised {error!r} on this value") from error
+                    if type(result) is not tuple or len(result) != 2:
+                        raise ReturnValueError(self.step_id, key, "on_item", result,
+                                               "must return a 2-tuple (emits, discard)")
+                    out, discard = result
+                    if type(out) is list or type(out) is tuple:
+                        extend(out)
+                    else:
+                        extend(self._emits(key, "on_item", out))
+                    if discard is not False:
+                        if discard is not True:
+                            raise ReturnValueError(self.step_id, key, "on_item", discard,
+                                                   "the discard flag must be a bool (RETAIN "
+                                                   "or DISCARD)")
+                        logic = on_item = None
+            snapshot: Any = None
+            state: Optional[bytes] = None
+            timer: Optional[int] = None
+            armed: Optional[int] = None
+            if logic is not None:  # 5. commit (as _commit)
+                if touched:
+                    try:
+                        snapshot = logic.snapshot()
+                    except Exception as error:
+                        raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
+                                            f"snapshot() raised {error!r}") from error
+                    try:
+                        state = recovery.PLAIN_HEADER + _dumps(snapshot,
+                                                               protocol=recovery.PROTOCOL)
+                    except Exception:  # encode's other serializer, or its named error
+                        state = recovery.encode(snapshot, step_id=self.step_id, key=key)
+                else:  # no callback ran: the stored bytes are still exact
+                    snapshot, state = _Lazy, stored
+                try:
+                    moment = logic.notify_at()
+                except Exception as error:
+                    raise self._notify_at_raised(key, error) from error
+                if moment is not None:
+                    timer = self._timer_ms(key, moment)
+                    if now_ms is not None:
+                        armed = self.time.armed_timeout(timer, now_ms)
+        finally:
+            reset_clock(token)
+        return _new(Activation, (emits, state, timer, snapshot, 0, armed, len(values), fired,
+                                 1 if stored is None and state is not None else 0,
+                                 1 if state is None and stored is not None else 0,
+                                 (perf_counter_ns() - started) // 1000, None, 0))
+
     def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                       values: Sequence[Any], now_ms: Optional[int], *, eof: bool = False,
                       event_times: EventTimes = None, order: Columns = None,
@@ -288,6 +406,9 @@ class Driver:
         ``restore="on_crash"``): ``logic`` is the key's live object, else
         ``stored`` its committed snapshot (after a crash). Returns the
         activation (``state`` not encoded) and the live logic (None: no state)."""
+        if self._plain and self.two_clocks is False and event_times is None and not eof \
+                and (order is None or len(values) < 2):
+            return self._live_plain(key, logic, stored, values, now_ms, committed_timer)
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
@@ -312,6 +433,48 @@ class Driver:
                           None if timer is None else self._armed(timer, now_ms),
                           len(values), fired, deadline, deadlines)
         return self._counted(act, had_state, started, logic is not None), logic
+
+    def _live_plain(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
+                    values: Sequence[Any], now_ms: Optional[int], committed_timer: Any
+                    ) -> Tuple[Activation, Optional[Logic]]:
+        """``activate_live`` flattened for the case ``_activate_plain`` takes."""
+        started = perf_counter_ns()
+        kind = type(key)
+        if kind is not str and kind is not int:
+            self.check_key(key, values)
+        had_state = logic is not None or stored is not None
+        clock = self._clock
+        if now_ms is None:
+            clock = None
+        elif clock is None or clock.now_ms != now_ms or clock.processing_ms is not None:
+            clock = self._clock_at(now_ms)
+        token = set_clock(clock)
+        try:
+            emits: List[Any] = []
+            fired = 0
+            if logic is None and stored is not None:
+                logic = self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
+                if committed_timer is not NO_VALUE:
+                    self._check_rebuilt_timer(key, logic, committed_timer)
+            if logic is not None and is_due(self._next_timer(key, logic), now_ms):
+                fired = 1
+                if self._call(key, logic, "on_notify", emits):
+                    logic = None
+            if len(values):
+                logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
+            timer: Optional[int] = None
+            armed: Optional[int] = None
+            if logic is not None:
+                timer = self._next_timer(key, logic)
+                if timer is not None and now_ms is not None:
+                    armed = self.time.armed_timeout(timer, now_ms)
+        finally:
+            reset_clock(token)
+        has_state = logic is not None
+        return _new(Activation, (emits, None, timer, _Lazy if has_state else None, 0, armed,
+                                 len(values), fired, int(has_state and not had_state),
+                                 int(had_state and not has_state),
+                                 (perf_counter_ns() - started) // 1000, None, 0)), logic
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
         """What a live logic commits: ``encode(snapshot())``."""
@@ -390,17 +553,23 @@ class Driver:
         try:
             logic: Logic = self.builder(snapshot)
         except Exception as error:
-            what = "builder(None)" if snapshot is None else "builder(resume_state)"
-            raise BuilderError(self.step_id, key, what, NO_VALUE if snapshot is None else snapshot,
-                               f"the builder raised {error!r}") from error
+            raise self._builder_raised(key, snapshot, error) from error
         if not callable(getattr(logic, self._entry, None)):
-            raise BuilderError(self.step_id, key, "builder", logic,
-                               f"the builder must return a logic object with {self._entry}()")
+            raise self._not_a_logic(key, logic)
         if self.two_clocks is None:  # a builder function: learnt from its first logic
             self.two_clocks = logic_has_deadlines(logic)
             if self.two_clocks:
                 check_deadlines(self.step_id, self.time, type(logic).__qualname__)
         return logic
+
+    def _builder_raised(self, key: Any, snapshot: Any, error: Exception) -> BuilderError:
+        what = "builder(None)" if snapshot is None else "builder(resume_state)"
+        return BuilderError(self.step_id, key, what, NO_VALUE if snapshot is None else snapshot,
+                            f"the builder raised {error!r}")
+
+    def _not_a_logic(self, key: Any, logic: Any) -> BuilderError:
+        return BuilderError(self.step_id, key, "builder", logic,
+                            f"the builder must return a logic object with {self._entry}()")
 
     def _run(self, key: Any, logic: Optional[Logic], values: Sequence[Any],
              now_ms: Optional[int], eof: bool, event_times: EventTimes,
@@ -484,10 +653,15 @@ class Driver:
         try:
             moment = logic.notify_at()
         except Exception as error:
-            raise CallbackError(self.step_id, key, "notify_at", NO_VALUE,
-                                f"notify_at() raised {error!r}") from error
-        if moment is None:
-            return None
+            raise self._notify_at_raised(key, error) from error
+        return None if moment is None else self._timer_ms(key, moment)
+
+    def _notify_at_raised(self, key: Any, error: Exception) -> CallbackError:
+        return CallbackError(self.step_id, key, "notify_at", NO_VALUE,
+                             f"notify_at() raised {error!r}")
+
+    def _timer_ms(self, key: Any, moment: Any) -> int:
+        """A ``notify_at()`` that is not None, as epoch ms (rounded up), validated."""
         try:
             return timer_ms(require_aware(moment))
         except (TypeError, ValueError) as error:

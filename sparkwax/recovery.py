@@ -33,6 +33,8 @@ HEADER_SIZE = 5
 _PLAIN_HEADER = MAGIC + bytes([FORMAT_VERSION, PICKLE])
 _CLOUD_HEADER = MAGIC + bytes([FORMAT_VERSION, CLOUDPICKLE])
 _PROTOCOL = 5
+PLAIN_HEADER = _PLAIN_HEADER  # what the driver's flattened activation writes and reads
+PROTOCOL = _PROTOCOL
 
 
 class BlobInfo(NamedTuple):

@@ -311,27 +311,30 @@ class Runner:
                         checker.check(self.step_id, key, act.emits)
                     if logic is not None:
                         live[key] = logic
-                if act.timer is not None and act.armed is not None:
-                    timers[key] = act.timer
-                    self.timeouts[key] = act.armed
+                # One unpacking of the Activation tuple, not a field read per count.
+                (out, _, timer, _, act_late, armed, act_rows, act_fired, act_created,
+                 act_discarded, act_us, deadline, act_deadlines) = act
+                if timer is not None and armed is not None:
+                    timers[key] = timer
+                    self.timeouts[key] = armed
                 elif timers:
                     timers.pop(key, None)
                     self.timeouts.pop(key, None)
                 if driver.two_clocks:  # a builder function: known from its first logic
-                    if act.deadline is None:
+                    if deadline is None:
                         deadlines.pop(key, None)
                     else:
-                        deadlines[key] = act.deadline
-                    deadlines_fired += act.deadline_fired
-                outputs(zip(repeat(key), act.emits))
+                        deadlines[key] = deadline
+                    deadlines_fired += act_deadlines
+                outputs(zip(repeat(key), out))
                 count += 1
-                rows += act.rows
-                late += act.late
-                fired += act.fired
-                created += act.created
-                discarded += act.discarded
-                emits += len(act.emits)
-                callback_us += act.callback_us
+                rows += act_rows
+                late += act_late
+                fired += act_fired
+                created += act_created
+                discarded += act_discarded
+                emits += len(out)
+                callback_us += act_us
         finally:  # what ran before an error stays counted, as it stays in the outputs
             self.result.late += late
             self.result.activations += count

@@ -1,0 +1,175 @@
+"""The driver's flattened activation (``Driver._activate_plain`` and
+``_live_plain``, taken by an item step without sides when an activation has
+no event times, nothing to order and is not EOF) gives what the general
+path gives: the same activations, results, warnings and errors. These tests
+run each case twice, once with the flattened path turned off, and compare.
+"""
+
+from __future__ import annotations
+
+import warnings
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparkwax import operators as ops
+from sparkwax._driver import Driver
+from sparkwax.errors import LogicError
+from sparkwax.logic import DISCARD, RETAIN, StatefulLogic
+from sparkwax.step import Step
+from sparkwax.testing import Batch, Crash, Tick, run
+from sparkwax.testing.reference import Counter, TransitionRecorder
+from sparkwax.testing.strategies import START, keyed_items, scripts
+
+_init = Driver.__init__
+
+
+def general_only(monkeypatch):
+    """Every Driver built from now on takes the general path."""
+    def init(self, step):
+        _init(self, step)
+        self._plain = False
+    monkeypatch.setattr(Driver, "__init__", init)
+
+
+def outcome(call):
+    """``("ok", value, warnings)`` or ``("error", type, message, warnings)``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = call()
+        except (LogicError, ValueError, TypeError) as error:
+            return ("error", type(error), str(error), type(error.__cause__),
+                    [str(w.message) for w in caught])
+    return ("ok", value, [str(w.message) for w in caught])
+
+
+def run_result(result):
+    return (result.by_key, result.snapshots, result.timers, result.deadlines, result.late,
+            result.activations, result.lost_state, result.metrics.deterministic(),
+            [m.deterministic() for m in result.batch_metrics])
+
+
+def both_ways(call):
+    """``call()``'s outcome on the flattened path and on the general path."""
+    fast = outcome(call)
+    with pytest.MonkeyPatch.context() as patch:
+        general_only(patch)
+        slow = outcome(call)
+    return fast, slow
+
+
+def at(minutes):
+    return START + timedelta(minutes=minutes)
+
+
+COMMANDS = st.fixed_dictionaries(
+    {"id": st.integers(0, 9)},
+    optional={"discard": st.booleans(),
+              "notify": st.one_of(st.none(), st.integers(-5, 90).map(at)),
+              "notify_discard": st.booleans(),
+              "eof_discard": st.booleans()})
+
+
+class Lossy(TransitionRecorder):
+    """Keeps its timer outside snapshot(): a LostStateWarning."""
+
+    def snapshot(self):
+        return {**super().snapshot(), "notify": None}
+
+
+class Unpicklable:
+    def __reduce__(self):
+        raise TypeError("not picklable")
+
+    def __repr__(self):
+        return "<unpicklable>"
+
+
+class Wrong(StatefulLogic):
+    """A wrong return value, an error or a bad timer, driven by the value."""
+
+    def __init__(self, resume=None):
+        self.timer = resume
+        self.extra = None
+
+    def on_item(self, value):
+        if value == "raise":
+            raise RuntimeError("boom")
+        if value == "single":
+            return 1, RETAIN
+        if value == "flag":
+            return [1], "no"
+        if value == "naive":
+            self.timer = START.replace(tzinfo=None)
+        if value == "unpicklable":
+            self.extra = Unpicklable()
+        return [value], value == "drop"
+
+    def notify_at(self):
+        return self.timer
+
+    def snapshot(self):
+        return self.timer if self.extra is None else (self.timer, self.extra)
+
+
+@settings(max_examples=80, deadline=None)
+@given(script=scripts(items=keyed_items(keys=st.sampled_from(["a", "b", 3, ("t", 1)]),
+                                        values=COMMANDS, max_size=12)),
+       restore=st.sampled_from(["always", "on_crash"]),
+       builder=st.sampled_from([TransitionRecorder, Lossy]),
+       options=st.sampled_from([{}, {"ttl": "20 minutes"}, {"max_state_bytes": 400},
+                                {"order_by": "id"}]))
+def test_a_run_is_the_same_on_both_paths(script, restore, builder, options):
+    fast, slow = both_ways(lambda: run_result(run(builder, script, restore=restore,
+                                                  **options)))
+    assert fast == slow
+
+
+@settings(max_examples=40, deadline=None)
+@given(script=scripts(items=keyed_items(keys=st.sampled_from(["a", "b", None, float("nan")]),
+                                        values=st.sampled_from(
+                                            ["x", "drop", "raise", "single", "flag", "naive",
+                                             "unpicklable"]), max_size=6)),
+       restore=st.sampled_from(["always", "on_crash"]))
+def test_errors_are_the_same_on_both_paths(script, restore):
+    fast, slow = both_ways(lambda: run_result(run(Wrong, script, restore=restore)))
+    assert fast == slow
+
+
+@pytest.mark.parametrize("restore", ["always", "on_crash"])
+def test_a_builder_error_and_a_discard_are_the_same(restore):
+    def picky(resume):
+        if resume == 2:
+            raise KeyError("two")
+        return Counter(resume)
+
+    script = [Batch([("k", 1), ("k", 2)]), Crash(), Batch([("k", 3)])]
+    fast, slow = both_ways(lambda: run_result(run(picky, script, restore=restore)))
+    assert fast == slow and fast[0] == "error" and "builder" in fast[2]
+
+    class Once(Counter):
+        def on_item(self, value):
+            self.count += 1
+            return [self.count], DISCARD if self.count == 2 else RETAIN
+
+    script = [Batch([("k", v) for v in range(5)]), Tick(now=at(1)), Batch([("k", 9)])]
+    fast, slow = both_ways(lambda: run_result(run(Once, script, restore=restore)))
+    assert fast == slow
+    assert fast[1][0] == {"k": [1, 2, 1, 2, 1, 2]}   # DISCARD: builder(None) for the next
+
+
+def test_the_flattened_path_is_taken_for_a_plain_step_only(monkeypatch):
+    taken = []
+    plain = Driver._activate_plain
+    monkeypatch.setattr(Driver, "_activate_plain",
+                        lambda self, *a: taken.append(a[0]) or plain(self, *a))
+    driver = Driver(Step.of(Counter, step_id="count"))
+    first = driver.activate("k", None, ["a", "b"], now_ms=0)
+    assert taken == ["k"] and first.emits == [1, 2] and first.created == 1
+    driver.activate("k", first.state, ["c"], now_ms=0, eof=True)      # EOF: general path
+    driver.activate("k", first.state, ["c", "d"], now_ms=0, order=(["d", "c"],))
+    assert taken == ["k"]
+    assert not Driver(Step.of(ops.count_final(), batch=True))._plain
