@@ -138,9 +138,9 @@ class Driver:
         sides = step.sides
         self._tag = sides.tagged if sides is not None and sides.layout is not None else None
         self._entry = "on_batch" if step.batch else "on_item"
-        # An item step without sides: its activations without event times,
-        # order or EOF take the flattened path (``_activate_plain``).
-        self._plain = not step.batch and step.sides is None
+        # A step without sides: its activations without event times, order
+        # or EOF take the flattened path (``_activate_plain``).
+        self._plain = step.sides is None
         self.two_clocks = step.two_clocks  # processing deadlines beside event timers
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
         self._clock: Optional[Clock] = None  # the last activation's (reused at the same now)
@@ -322,7 +322,7 @@ class Driver:
                     logic = self.builder(resume)
                 except Exception as error:
                     raise self._builder_raised(key, resume, error) from error
-                if not callable(getattr(logic, "on_item", None)):
+                if not callable(getattr(logic, self._entry, None)):
                     raise self._not_a_logic(key, logic)
                 if committed_timer is not NO_VALUE:
                     self._check_rebuilt_timer(key, logic, committed_timer)
@@ -335,7 +335,13 @@ class Driver:
                     fired = 1
                     if self._call(key, logic, "on_notify", emits):
                         logic = None
-            if len(values):  # 3. items (as _items)
+            if len(values) and self.batch:  # 3. items (as _run: one on_batch)
+                touched = True
+                if logic is None:
+                    logic = self._build(key, None)
+                if self._call(key, logic, "on_batch", emits, list(values)):
+                    logic = None
+            elif len(values):  # 3. items (as _items)
                 touched = True
                 if logic is not None:
                     on_item = logic.on_item
@@ -460,7 +466,12 @@ class Driver:
                 fired = 1
                 if self._call(key, logic, "on_notify", emits):
                     logic = None
-            if len(values):
+            if len(values) and self.batch:
+                if logic is None:
+                    logic = self._build(key, None)
+                if self._call(key, logic, "on_batch", emits, list(values)):
+                    logic = None
+            elif len(values):
                 logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
             timer: Optional[int] = None
             armed: Optional[int] = None
