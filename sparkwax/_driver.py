@@ -288,8 +288,8 @@ class Driver:
 
     def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
                         now_ms: Optional[int], committed_timer: Any) -> Activation:
-        """``activate`` flattened for the common case (``_plain``: an item
-        step without sides nor processing deadlines; no event times, nothing
+        """``activate`` flattened for the common case (``_plain``: a step
+        without sides nor processing deadlines; no event times, nothing
         to order, not EOF): the same steps, checks, errors and result in one
         frame (the general path's chain of small calls cost about half of a
         small activation). ``tests/unit/test_fast_path.py`` compares both."""
