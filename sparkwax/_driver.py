@@ -324,13 +324,15 @@ class Driver:
                     raise self._builder_raised(key, resume, error) from error
                 if not callable(getattr(logic, self._entry, None)):
                     raise self._not_a_logic(key, logic)
-                if committed_timer is not NO_VALUE:
-                    self._check_rebuilt_timer(key, logic, committed_timer)
-                try:  # 2. the timer (as _next_timer)
+                try:  # 2. the timer (as _next_timer; read once for both uses)
                     moment = logic.notify_at()
                 except Exception as error:
                     raise self._notify_at_raised(key, error) from error
-                if moment is not None and is_due(self._timer_ms(key, moment), now_ms):
+                rebuilt = None if moment is None else self._timer_ms(key, moment)
+                if committed_timer is not NO_VALUE and rebuilt != committed_timer \
+                        and not self.lost_state:  # as _check_rebuilt_timer
+                    self._warn_lost_state(key, logic, committed_timer, rebuilt)
+                if rebuilt is not None and is_due(rebuilt, now_ms):
                     touched = True
                     fired = 1
                     if self._call(key, logic, "on_notify", emits):
@@ -542,8 +544,11 @@ class Driver:
         it kept state outside ``snapshot()``, which a Bytewax worker keeps
         between activations but Spark (and sparkwax) rebuild without."""
         rebuilt = self._next_timer(key, logic)
-        if rebuilt == committed or self.lost_state:
-            return
+        if rebuilt != committed and not self.lost_state:
+            self._warn_lost_state(key, logic, committed, rebuilt)
+
+    def _warn_lost_state(self, key: Any, logic: Logic, committed: Optional[int],
+                         rebuilt: Optional[int]) -> None:
         inner: object = logic
         while isinstance(inner, (TtlLogic, Limited)):  # the step's wrappers: name the user's
             inner = inner.inner
@@ -556,7 +561,7 @@ class Driver:
                    f"state kept outside snapshot() is lost: put it in snapshot(). "
                    f"(Warned once per step.)")
         self.lost_state.append(message)
-        warnings.warn(message, LostStateWarning, stacklevel=3)
+        warnings.warn(message, LostStateWarning, stacklevel=4)
 
     def _build(self, key: Any, snapshot: Any) -> Logic:
         """``builder(snapshot)``, checked to have the step's entry point

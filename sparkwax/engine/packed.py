@@ -118,8 +118,9 @@ class PackedHost:
         for key in sorted_keys(list(runs) + woken):
             key_values, values, times, order = (runs.get(key)
                                                 or (self._key_values(key), (), no_times, None))
-            act = self.driver.activate(key, bucket.get(key), values, now_ms, event_times=times,
-                                       order=order, committed_timer=bucket.timer(key))
+            stored, timer = bucket.entry(key)
+            act = self.driver.activate(key, stored, values, now_ms, event_times=times,
+                                       order=order, committed_timer=timer)
             if act.state is None:
                 bucket.remove(key)
             else:
