@@ -138,9 +138,9 @@ class Driver:
         sides = step.sides
         self._tag = sides.tagged if sides is not None and sides.layout is not None else None
         self._entry = "on_batch" if step.batch else "on_item"
-        # An item step without sides: its activations without event times,
-        # order or EOF take the flattened path (``_activate_plain``).
-        self._plain = not step.batch and step.sides is None
+        # A step without sides: its activations without event times, order
+        # or EOF take the flattened path (``_activate_plain``).
+        self._plain = step.sides is None
         self.two_clocks = step.two_clocks  # processing deadlines beside event timers
         self.lost_state: List[str] = []   # LostStateWarning messages (once per step)
         self._clock: Optional[Clock] = None  # the last activation's (reused at the same now)
@@ -288,8 +288,8 @@ class Driver:
 
     def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
                         now_ms: Optional[int], committed_timer: Any) -> Activation:
-        """``activate`` flattened for the common case (``_plain``: an item
-        step without sides nor processing deadlines; no event times, nothing
+        """``activate`` flattened for the common case (``_plain``: a step
+        without sides nor processing deadlines; no event times, nothing
         to order, not EOF): the same steps, checks, errors and result in one
         frame (the general path's chain of small calls cost about half of a
         small activation). ``tests/unit/test_fast_path.py`` compares both."""
@@ -322,20 +322,28 @@ class Driver:
                     logic = self.builder(resume)
                 except Exception as error:
                     raise self._builder_raised(key, resume, error) from error
-                if not callable(getattr(logic, "on_item", None)):
+                if not callable(getattr(logic, self._entry, None)):
                     raise self._not_a_logic(key, logic)
-                if committed_timer is not NO_VALUE:
-                    self._check_rebuilt_timer(key, logic, committed_timer)
-                try:  # 2. the timer (as _next_timer)
+                try:  # 2. the timer (as _next_timer; read once for both uses)
                     moment = logic.notify_at()
                 except Exception as error:
                     raise self._notify_at_raised(key, error) from error
-                if moment is not None and is_due(self._timer_ms(key, moment), now_ms):
+                rebuilt = None if moment is None else self._timer_ms(key, moment)
+                if committed_timer is not NO_VALUE and rebuilt != committed_timer \
+                        and not self.lost_state:  # as _check_rebuilt_timer
+                    self._warn_lost_state(key, logic, committed_timer, rebuilt)
+                if rebuilt is not None and is_due(rebuilt, now_ms):
                     touched = True
                     fired = 1
                     if self._call(key, logic, "on_notify", emits):
                         logic = None
-            if len(values):  # 3. items (as _items)
+            if len(values) and self.batch:  # 3. items (as _run: one on_batch)
+                touched = True
+                if logic is None:
+                    logic = self._build(key, None)
+                if self._call(key, logic, "on_batch", emits, list(values)):
+                    logic = None
+            elif len(values):  # 3. items (as _items)
                 touched = True
                 if logic is not None:
                     on_item = logic.on_item
@@ -460,7 +468,12 @@ class Driver:
                 fired = 1
                 if self._call(key, logic, "on_notify", emits):
                     logic = None
-            if len(values):
+            if len(values) and self.batch:
+                if logic is None:
+                    logic = self._build(key, None)
+                if self._call(key, logic, "on_batch", emits, list(values)):
+                    logic = None
+            elif len(values):
                 logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
             timer: Optional[int] = None
             armed: Optional[int] = None
@@ -531,8 +544,11 @@ class Driver:
         it kept state outside ``snapshot()``, which a Bytewax worker keeps
         between activations but Spark (and sparkwax) rebuild without."""
         rebuilt = self._next_timer(key, logic)
-        if rebuilt == committed or self.lost_state:
-            return
+        if rebuilt != committed and not self.lost_state:
+            self._warn_lost_state(key, logic, committed, rebuilt)
+
+    def _warn_lost_state(self, key: Any, logic: Logic, committed: Optional[int],
+                         rebuilt: Optional[int]) -> None:
         inner: object = logic
         while isinstance(inner, (TtlLogic, Limited)):  # the step's wrappers: name the user's
             inner = inner.inner
@@ -545,7 +561,7 @@ class Driver:
                    f"state kept outside snapshot() is lost: put it in snapshot(). "
                    f"(Warned once per step.)")
         self.lost_state.append(message)
-        warnings.warn(message, LostStateWarning, stacklevel=3)
+        warnings.warn(message, LostStateWarning, stacklevel=4)
 
     def _build(self, key: Any, snapshot: Any) -> Logic:
         """``builder(snapshot)``, checked to have the step's entry point

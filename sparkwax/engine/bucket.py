@@ -19,6 +19,8 @@ copying and the pickle of the key list.
 >>> again = Bucket.decode(blob)
 >>> again.get("a"), again.get("b"), again.get("c"), earliest
 (b'xx', b'y', None, 9)
+>>> again.entry("a"), again.entry("c")  # (blob, timer)
+((b'xx', 10), (None, None))
 >>> again.due(now_ms=100)  # stored keys whose armed timeout < now
 ['a']
 >>> again.remove("a"); len(again)
@@ -96,6 +98,18 @@ class Bucket:
             return None if change is None else change[1]
         position = self.positions().get(key)
         return None if position is None else _plain(int(self.timers[position]))
+
+    def entry(self, key) -> Tuple[Optional[bytes], Optional[int]]:
+        """``(get(key), timer(key))`` in one lookup (the packed host's per-key read)."""
+        if key in self._changes:
+            change = self._changes[key]
+            return (None, None) if change is None else (change[0], change[1])
+        position = self.positions().get(key)
+        if position is None:
+            return None, None
+        start = int(self.ends[position - 1]) if position else 0
+        return (self.buffer[start:int(self.ends[position])],
+                _plain(int(self.timers[position])))
 
     def put(self, key, blob: bytes, timer: Optional[int], armed: Optional[int]) -> None:
         self._changes[key] = (blob, timer, armed)

@@ -115,26 +115,30 @@ class PackedHost:
         emitted = []
         rows = late = fired = created = discarded = emits = callback_us = 0
         key_values: Tuple = ()
+        timed = self.timeout_conf != NO_TIMEOUT
         for key in sorted_keys(list(runs) + woken):
             key_values, values, times, order = (runs.get(key)
                                                 or (self._key_values(key), (), no_times, None))
-            act = self.driver.activate(key, bucket.get(key), values, now_ms, event_times=times,
-                                       order=order, committed_timer=bucket.timer(key))
-            if act.state is None:
+            stored, committed = bucket.entry(key)
+            # One unpacking of the Activation, its counts summed as plain ints
+            # (a StepMetrics per key costs more).
+            (out, state_blob, timer, _, act_late, armed, act_rows, act_fired, act_created,
+             act_discarded, act_us, _, _) = self.driver.activate(
+                key, stored, values, now_ms, event_times=times, order=order,
+                committed_timer=committed)
+            if state_blob is None:
                 bucket.remove(key)
             else:
-                bucket.put(key, act.state, act.timer,
-                           act.armed if self.timeout_conf != NO_TIMEOUT else None)
-            if act.emits:
-                emitted.append((key, key_values, act.emits))
-            # act.metrics(), summed as plain ints (a StepMetrics per key costs more)
-            rows += act.rows
-            late += act.late
-            fired += act.fired
-            created += act.created
-            discarded += act.discarded
-            emits += len(act.emits)
-            callback_us += act.callback_us
+                bucket.put(key, state_blob, timer, armed if timed else None)
+            if out:
+                emitted.append((key, key_values, out))
+            rows += act_rows
+            late += act_late
+            fired += act_fired
+            created += act_created
+            discarded += act_discarded
+            emits += len(out)
+            callback_us += act_us
         counts = StepMetrics(rows, late, fired, created, discarded, emits, callback_us)
         self._commit(state, bucket, now_ms)
         if emitted:

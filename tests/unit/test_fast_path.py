@@ -1,5 +1,5 @@
 """The driver's flattened activation (``Driver._activate_plain`` and
-``_live_plain``, taken by an item step without sides when an activation has
+``_live_plain``, taken by a step without sides when an activation has
 no event times, nothing to order and is not EOF) gives what the general
 path gives: the same activations, results, warnings and errors. These tests
 run each case twice, once with the flattened path turned off, and compare.
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sparkwax import operators as ops
 from sparkwax._driver import Driver
 from sparkwax.errors import LogicError
-from sparkwax.logic import DISCARD, RETAIN, StatefulLogic
+from sparkwax.logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic
 from sparkwax.step import Step
 from sparkwax.testing import Batch, Crash, Tick, run
 from sparkwax.testing.reference import Counter, TransitionRecorder
@@ -172,4 +172,63 @@ def test_the_flattened_path_is_taken_for_a_plain_step_only(monkeypatch):
     driver.activate("k", first.state, ["c"], now_ms=0, eof=True)      # EOF: general path
     driver.activate("k", first.state, ["c", "d"], now_ms=0, order=(["d", "c"],))
     assert taken == ["k"]
-    assert not Driver(Step.of(ops.count_final(), batch=True))._plain
+    assert Driver(Step.of(ops.count_final(), batch=True))._plain
+    assert not Driver(Step.of(lambda resume: Counter(resume), sides=["a", "b"]))._plain
+
+
+class BatchRecorder(StatefulBatchLogic):
+    """A batch logic driven by its values: a timer, DISCARD, a wrong return."""
+
+    def __init__(self, resume=None):
+        self.seen, self.timer = resume or (0, None)
+
+    def on_batch(self, values):
+        self.seen += len(values)
+        if "raise" in values:
+            raise RuntimeError("boom")
+        if "single" in values:
+            return 1, RETAIN
+        if "flag" in values:
+            return [1], "no"
+        for value in values:
+            if isinstance(value, int):
+                self.timer = at(value)
+        return [self.seen, *values], "drop" in values
+
+    def notify_at(self):
+        return self.timer
+
+    def on_notify(self):
+        self.timer = None
+        return ["timer"], self.seen > 3
+
+    def on_eof(self):
+        return ["eof"], DISCARD
+
+    def snapshot(self):
+        return (self.seen, self.timer)
+
+
+@settings(max_examples=60, deadline=None)
+@given(script=scripts(items=keyed_items(keys=st.sampled_from(["a", "b", 3, None]),
+                                        values=st.one_of(st.integers(-5, 60), st.sampled_from(
+                                            ["x", "drop", "raise", "single", "flag"])),
+                                        max_size=8)),
+       restore=st.sampled_from(["always", "on_crash"]),
+       options=st.sampled_from([{}, {"max_state_bytes": 60}, {"order_by": "x"}]))
+def test_a_batch_step_is_the_same_on_both_paths(script, restore, options):
+    fast, slow = both_ways(lambda: run_result(run(BatchRecorder, script, restore=restore,
+                                                  batch=True, **options)))
+    assert fast == slow
+
+
+def test_a_batch_step_takes_the_flattened_path(monkeypatch):
+    taken = []
+    plain = Driver._activate_plain
+    monkeypatch.setattr(Driver, "_activate_plain",
+                        lambda self, *a: taken.append(a[0]) or plain(self, *a))
+    driver = Driver(Step.of(BatchRecorder, step_id="batch", batch=True))
+    first = driver.activate("k", None, ["x", "y"], now_ms=0)
+    again = driver.activate("k", first.state, ["z"], now_ms=0)
+    assert taken == ["k", "k"]
+    assert (first.emits, again.emits, again.created) == ([2, "x", "y"], [3, "z"], 0)
