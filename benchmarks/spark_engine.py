@@ -5,8 +5,8 @@
         [--quick] [--sparse]
 
 Setup: ``sparkwax.local_session("local[2]")`` (2 shuffle partitions, HDFS
-state store unless --state-store rocksdb). A case ``T/N`` is (keys touched per micro-batch / keys total),
-``T/N/R`` also sets its rows per micro-batch (default --rows):
+state store unless --state-store rocksdb). A case ``T/N`` is (keys touched
+per micro-batch / keys total), ``T/N/R`` also sets its rows per micro-batch (default --rows):
 batch 0 holds each of the N keys once (it creates every key's state and is
 not measured: query start-up, JIT and worker warm-up); then --repeat
 measured micro-batches of R rows each over T of the N keys (round r touches keys
@@ -72,7 +72,8 @@ Ratios are on the best batch (wall, and CPU of the JVM + Python workers):
 and tws are the -timer ones). Goals (issue 24): per-key <= 1.10 x bare CPU
 (1.15 with timers), packed <= 1.0 x bare at 100 keys and <= 2.5 x
 groupBy().count() CPU at 10k-100k keys; a 20-row batch (``--cases
-10/10/20``) <= 1.05 x bare. ``--sparse [--quick]``: 1k keys touched of 1M
+10/10/20``) <= 1.05 x bare; the run ends with each goal it can judge, met
+or not (``engine_goals.py``). ``--sparse [--quick]``: 1k keys touched of 1M
 (100k) held with 1 KB snapshots vs the same batch with 1k keys held.
 Not collected by pytest.
 """
@@ -99,7 +100,8 @@ from sparkwax.logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic  #
 from sparkwax.timers import EPOCH  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
 
-from proc_cpu import tree_cpu  # noqa: E402  (benchmarks/, the script's folder)
+from engine_goals import check as check_goals  # noqa: E402  (benchmarks/, the script's folder)
+from proc_cpu import tree_cpu  # noqa: E402
 
 _BASE_MTIME = 1_600_000_000
 _BASE_EVENT_MS = 1_700_000_000_000  # event time of batch 0; each round is a minute later
@@ -494,7 +496,8 @@ def report(results, args) -> None:
     print()
     header = (f"{'touched/total':>15} {'rows':>9} {'variant':<19} {'batch ms':>9} {'med ms':>7} "
               f"{'vs bare':>7} {'vs count':>8} {'vs tws':>6} {'vs bytewax':>10} | "
-              f"{'cpu ms':>7} {'med':>7} {'vs bare':>7} {'vs count':>8} {'vs tws':>6} {'vs bpk':>6}")
+              f"{'cpu ms':>7} {'med':>7} {'vs bare':>7} {'vs count':>8} {'vs tws':>6} "
+              f"{'vs bpk':>6}")
     print(header)
     print("-" * len(header))
     for (touched, total, rows), runners in results.items():
@@ -517,6 +520,12 @@ def report(results, args) -> None:
           "run_main wall time); cpu ms = CPU of the JVM + Python workers\n(bytewax: this "
           "process) during the batch, best (and median); ratios on the best; a -timer "
           "variant's 'bare' and 'tws' are bare-timer and tws-timer; bpk = bare-packed")
+    goals = check_goals({case: {v: (min(r.trigger_ms), min(r.cpu_ms)) for v, r in runners.items()}
+                         for case, runners in results.items()})
+    if goals:
+        print(f"\ngoals of issue 24 ({sum(g.met for g in goals)} of {len(goals)} met in this run):")
+        for goal in goals:
+            print(f"  {goal}")
 
 
 def main(argv=None) -> int:
