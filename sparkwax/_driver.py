@@ -100,6 +100,9 @@ def _activation(emits: List[Any], state: Optional[bytes], timer: Optional[int],
                              deadline, deadline_fired))
 
 
+# The codec's common case, inlined by the flattened activation (recovery.encode/decode).
+_HEADER, _HEADER_SIZE, _COPY_LIMIT, _PROTOCOL = (recovery.PLAIN_HEADER, recovery.HEADER_SIZE,
+                                                 recovery.COPY_LIMIT, recovery.PROTOCOL)
 _COUNTED = Activation._fields.index("created")  # the fields before the counts
 _ONE_INPUT = (0,)
 _MISSING = object()
@@ -286,6 +289,24 @@ class Driver:
             reset_clock(token)
         return self._counted(act, stored is not None, started)
 
+    def flat_activation(self, live: bool = False) -> Optional[Callable[..., Any]]:
+        """What ``activate`` (``live``: ``activate_live``) calls for an
+        activation without event times, nothing to order and not EOF, to call
+        positionally: ``(key, stored, values, now_ms, committed_timer)``
+        (``live``: ``(key, logic, stored, values, now_ms, committed_timer)``);
+        None when this step takes the general path. A host with many small
+        activations (the offline runner) saves a call per key.
+
+        >>> from sparkwax.step import Step
+        >>> from sparkwax.testing.reference import Counter
+        >>> flat = Driver(Step.of(Counter)).flat_activation()
+        >>> flat("k", None, ["a", "b"], 0, NO_VALUE).emits
+        [1, 2]
+        """
+        if not self._plain or self.two_clocks is not False:
+            return None
+        return self._live_plain if live else self._activate_plain
+
     def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
                         now_ms: Optional[int], committed_timer: Any) -> Activation:
         """``activate`` flattened for the common case (``_plain``: a step
@@ -311,9 +332,10 @@ class Driver:
             on_item: Any = None
             if stored is not None:  # 1. restore (decode's common case inline)
                 resume: Any = _MISSING
-                if type(stored) is bytes and stored.startswith(recovery.PLAIN_HEADER):
+                if type(stored) is bytes and stored.startswith(_HEADER):
                     try:
-                        resume = _loads(memoryview(stored)[recovery.HEADER_SIZE:])
+                        resume = _loads(stored[_HEADER_SIZE:] if len(stored) <= _COPY_LIMIT
+                                        else memoryview(stored)[_HEADER_SIZE:])
                     except Exception:
                         pass  # decode says what is wrong
                 if resume is _MISSING:
@@ -383,8 +405,7 @@ class Driver:
                         raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
                                             f"snapshot() raised {error!r}") from error
                     try:
-                        state = recovery.PLAIN_HEADER + _dumps(snapshot,
-                                                               protocol=recovery.PROTOCOL)
+                        state = _HEADER + _dumps(snapshot, _PROTOCOL)
                     except Exception:  # encode's other serializer, or its named error
                         state = recovery.encode(snapshot, step_id=self.step_id, key=key)
                 else:  # no callback ran: the stored bytes are still exact
@@ -464,10 +485,15 @@ class Driver:
                 logic = self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
                 if committed_timer is not NO_VALUE:
                     self._check_rebuilt_timer(key, logic, committed_timer)
-            if logic is not None and is_due(self._next_timer(key, logic), now_ms):
-                fired = 1
-                if self._call(key, logic, "on_notify", emits):
-                    logic = None
+            if logic is not None:  # 2. the timer (as _next_timer, inline)
+                try:
+                    moment = logic.notify_at()
+                except Exception as error:
+                    raise self._notify_at_raised(key, error) from error
+                if moment is not None and is_due(self._timer_ms(key, moment), now_ms):
+                    fired = 1
+                    if self._call(key, logic, "on_notify", emits):
+                        logic = None
             if len(values) and self.batch:
                 if logic is None:
                     logic = self._build(key, None)
@@ -478,15 +504,20 @@ class Driver:
             timer: Optional[int] = None
             armed: Optional[int] = None
             if logic is not None:
-                timer = self._next_timer(key, logic)
-                if timer is not None and now_ms is not None:
-                    armed = self.time.armed_timeout(timer, now_ms)
+                try:
+                    moment = logic.notify_at()
+                except Exception as error:
+                    raise self._notify_at_raised(key, error) from error
+                if moment is not None:
+                    timer = self._timer_ms(key, moment)
+                    if now_ms is not None:
+                        armed = self.time.armed_timeout(timer, now_ms)
         finally:
             reset_clock(token)
         has_state = logic is not None
         return _new(Activation, (emits, None, timer, _Lazy if has_state else None, 0, armed,
-                                 len(values), fired, int(has_state and not had_state),
-                                 int(had_state and not has_state),
+                                 len(values), fired, 1 if has_state and not had_state else 0,
+                                 1 if had_state and not has_state else 0,
                                  (perf_counter_ns() - started) // 1000, None, 0)), logic
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
