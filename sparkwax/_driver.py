@@ -260,7 +260,8 @@ class Driver:
         there is none, deadlines do not fire)."""
         if self._plain and self.two_clocks is False and event_times is None and not eof \
                 and (order is None or len(values) < 2):
-            return self._activate_plain(key, stored, values, now_ms, committed_timer)
+            return _new(Activation, self._activate_plain(key, stored, values, now_ms,
+                                                         committed_timer))
         started = perf_counter_ns()
         self.check_key(key, values)
         if self.two_clocks is False:
@@ -294,26 +295,30 @@ class Driver:
         activation without event times, nothing to order and not EOF, to call
         positionally: ``(key, stored, values, now_ms, committed_timer)``
         (``live``: ``(key, logic, stored, values, now_ms, committed_timer)``);
-        None when this step takes the general path. A host with many small
-        activations (the offline runner) saves a call per key.
+        it returns the Activation's fields as a plain tuple (``live``: and the
+        live logic). None when this step takes the general path. A host with
+        many small activations (the offline runner) saves a call and a copy
+        of the tuple per key.
 
         >>> from sparkwax.step import Step
         >>> from sparkwax.testing.reference import Counter
         >>> flat = Driver(Step.of(Counter)).flat_activation()
-        >>> flat("k", None, ["a", "b"], 0, NO_VALUE).emits
-        [1, 2]
+        >>> emits, state, *_ = flat("k", None, ["a", "b"], 0, NO_VALUE)
+        >>> emits, recovery.decode(state, step_id="s", key="k")
+        ([1, 2], 2)
         """
         if not self._plain or self.two_clocks is not False:
             return None
         return self._live_plain if live else self._activate_plain
 
     def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
-                        now_ms: Optional[int], committed_timer: Any) -> Activation:
+                        now_ms: Optional[int], committed_timer: Any) -> Tuple[Any, ...]:
         """``activate`` flattened for the common case (``_plain``: a step
         without sides nor processing deadlines; no event times, nothing
         to order, not EOF): the same steps, checks, errors and result in one
         frame (the general path's chain of small calls cost about half of a
-        small activation). ``tests/unit/test_fast_path.py`` compares both."""
+        small activation); the Activation's fields as a plain tuple, which
+        ``activate`` wraps. ``tests/unit/test_fast_path.py`` compares both."""
         started = perf_counter_ns()
         kind = type(key)
         if kind is not str and kind is not int:
@@ -420,10 +425,10 @@ class Driver:
                         armed = self.time.armed_timeout(timer, now_ms)
         finally:
             reset_clock(token)
-        return _new(Activation, (emits, state, timer, snapshot, 0, armed, len(values), fired,
-                                 1 if stored is None and state is not None else 0,
-                                 1 if state is None and stored is not None else 0,
-                                 (perf_counter_ns() - started) // 1000, None, 0))
+        return (emits, state, timer, snapshot, 0, armed, len(values), fired,
+                1 if stored is None and state is not None else 0,
+                1 if state is None and stored is not None else 0,
+                (perf_counter_ns() - started) // 1000, None, 0)
 
     def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                       values: Sequence[Any], now_ms: Optional[int], *, eof: bool = False,
@@ -437,7 +442,8 @@ class Driver:
         activation (``state`` not encoded) and the live logic (None: no state)."""
         if self._plain and self.two_clocks is False and event_times is None and not eof \
                 and (order is None or len(values) < 2):
-            return self._live_plain(key, logic, stored, values, now_ms, committed_timer)
+            fields, logic = self._live_plain(key, logic, stored, values, now_ms, committed_timer)
+            return _new(Activation, fields), logic
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
@@ -465,8 +471,9 @@ class Driver:
 
     def _live_plain(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                     values: Sequence[Any], now_ms: Optional[int], committed_timer: Any
-                    ) -> Tuple[Activation, Optional[Logic]]:
-        """``activate_live`` flattened for the case ``_activate_plain`` takes."""
+                    ) -> Tuple[Tuple[Any, ...], Optional[Logic]]:
+        """``activate_live`` flattened for the case ``_activate_plain`` takes
+        (the Activation's fields as a plain tuple, and the live logic)."""
         started = perf_counter_ns()
         kind = type(key)
         if kind is not str and kind is not int:
@@ -515,10 +522,9 @@ class Driver:
         finally:
             reset_clock(token)
         has_state = logic is not None
-        return _new(Activation, (emits, None, timer, _Lazy if has_state else None, 0, armed,
-                                 len(values), fired, 1 if has_state and not had_state else 0,
-                                 1 if had_state and not has_state else 0,
-                                 (perf_counter_ns() - started) // 1000, None, 0)), logic
+        return (emits, None, timer, _Lazy if has_state else None, 0, armed, len(values), fired,
+                1 if has_state and not had_state else 0, 1 if had_state and not has_state else 0,
+                (perf_counter_ns() - started) // 1000, None, 0), logic
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
         """What a live logic commits: ``encode(snapshot())``."""
