@@ -507,7 +507,8 @@ class Driver:
                 if self._call(key, logic, "on_batch", emits, list(values)):
                     logic = None
             elif len(values):
-                logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
+                # An ignore rather than cast(): no call per activation (_build checked on_item).
+                logic = self._items(key, logic, values, emits)  # type: ignore[arg-type]
             timer: Optional[int] = None
             armed: Optional[int] = None
             if logic is not None:

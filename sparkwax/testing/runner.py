@@ -239,14 +239,17 @@ class Runner:
         at Spark's first commit, even in a run without ``Crash()``."""
         self._flush_tick()
         result = self.result
-        result.snapshots = {}
-        for key in sorted_keys(list(self.blobs) + list(self.live)):
-            if key in self.live:
-                snapshot = self.driver.snapshot(key, self.live[key])
+        snapshots: Dict[Any, Any] = {}
+        result.snapshots = snapshots
+        blobs, live, decode = self.blobs, self.live, self.driver.decode
+        for key in sorted_keys(list(blobs) + list(live)):
+            logic = live.get(key)  # a live logic object, never None
+            if logic is not None:
+                snapshot = self.driver.snapshot(key, logic)
                 encode(snapshot, step_id=self.step_id, key=key)
-                result.snapshots[key] = snapshot
+                snapshots[key] = snapshot
             else:
-                result.snapshots[key] = self.driver.decode(key, self.blobs[key])
+                snapshots[key] = decode(key, blobs[key])
         result.timers = {k: from_epoch_ms(t) for k, t in self.timers.items()}
         result.deadlines = {k: from_epoch_ms(t) for k, t in self.deadlines.items()}
         result.lost_state = list(self.driver.lost_state)
