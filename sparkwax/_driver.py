@@ -100,6 +100,9 @@ def _activation(emits: List[Any], state: Optional[bytes], timer: Optional[int],
                              deadline, deadline_fired))
 
 
+# The codec's common case, inlined by the flattened activation (recovery.encode/decode).
+_HEADER, _HEADER_SIZE, _COPY_LIMIT, _PROTOCOL = (recovery.PLAIN_HEADER, recovery.HEADER_SIZE,
+                                                 recovery.COPY_LIMIT, recovery.PROTOCOL)
 _COUNTED = Activation._fields.index("created")  # the fields before the counts
 _ONE_INPUT = (0,)
 _MISSING = object()
@@ -257,7 +260,8 @@ class Driver:
         there is none, deadlines do not fire)."""
         if self._plain and self.two_clocks is False and event_times is None and not eof \
                 and (order is None or len(values) < 2):
-            return self._activate_plain(key, stored, values, now_ms, committed_timer)
+            return _new(Activation, self._activate_plain(key, stored, values, now_ms,
+                                                         committed_timer))
         started = perf_counter_ns()
         self.check_key(key, values)
         if self.two_clocks is False:
@@ -286,13 +290,35 @@ class Driver:
             reset_clock(token)
         return self._counted(act, stored is not None, started)
 
+    def flat_activation(self, live: bool = False) -> Optional[Callable[..., Any]]:
+        """What ``activate`` (``live``: ``activate_live``) calls for an
+        activation without event times, nothing to order and not EOF, to call
+        positionally: ``(key, stored, values, now_ms, committed_timer)``
+        (``live``: ``(key, logic, stored, values, now_ms, committed_timer)``);
+        it returns the Activation's fields as a plain tuple (``live``: and the
+        live logic). None when this step takes the general path. A host with
+        many small activations (the offline runner) saves a call and a copy
+        of the tuple per key.
+
+        >>> from sparkwax.step import Step
+        >>> from sparkwax.testing.reference import Counter
+        >>> flat = Driver(Step.of(Counter)).flat_activation()
+        >>> emits, state, *_ = flat("k", None, ["a", "b"], 0, NO_VALUE)
+        >>> emits, recovery.decode(state, step_id="s", key="k")
+        ([1, 2], 2)
+        """
+        if not self._plain or self.two_clocks is not False:
+            return None
+        return self._live_plain if live else self._activate_plain
+
     def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
-                        now_ms: Optional[int], committed_timer: Any) -> Activation:
+                        now_ms: Optional[int], committed_timer: Any) -> Tuple[Any, ...]:
         """``activate`` flattened for the common case (``_plain``: a step
         without sides nor processing deadlines; no event times, nothing
         to order, not EOF): the same steps, checks, errors and result in one
         frame (the general path's chain of small calls cost about half of a
-        small activation). ``tests/unit/test_fast_path.py`` compares both."""
+        small activation); the Activation's fields as a plain tuple, which
+        ``activate`` wraps. ``tests/unit/test_fast_path.py`` compares both."""
         started = perf_counter_ns()
         kind = type(key)
         if kind is not str and kind is not int:
@@ -311,9 +337,10 @@ class Driver:
             on_item: Any = None
             if stored is not None:  # 1. restore (decode's common case inline)
                 resume: Any = _MISSING
-                if type(stored) is bytes and stored.startswith(recovery.PLAIN_HEADER):
+                if type(stored) is bytes and stored.startswith(_HEADER):
                     try:
-                        resume = _loads(memoryview(stored)[recovery.HEADER_SIZE:])
+                        resume = _loads(stored[_HEADER_SIZE:] if len(stored) <= _COPY_LIMIT
+                                        else memoryview(stored)[_HEADER_SIZE:])
                     except Exception:
                         pass  # decode says what is wrong
                 if resume is _MISSING:
@@ -383,8 +410,7 @@ class Driver:
                         raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
                                             f"snapshot() raised {error!r}") from error
                     try:
-                        state = recovery.PLAIN_HEADER + _dumps(snapshot,
-                                                               protocol=recovery.PROTOCOL)
+                        state = _HEADER + _dumps(snapshot, _PROTOCOL)
                     except Exception:  # encode's other serializer, or its named error
                         state = recovery.encode(snapshot, step_id=self.step_id, key=key)
                 else:  # no callback ran: the stored bytes are still exact
@@ -399,10 +425,10 @@ class Driver:
                         armed = self.time.armed_timeout(timer, now_ms)
         finally:
             reset_clock(token)
-        return _new(Activation, (emits, state, timer, snapshot, 0, armed, len(values), fired,
-                                 1 if stored is None and state is not None else 0,
-                                 1 if state is None and stored is not None else 0,
-                                 (perf_counter_ns() - started) // 1000, None, 0))
+        return (emits, state, timer, snapshot, 0, armed, len(values), fired,
+                1 if stored is None and state is not None else 0,
+                1 if state is None and stored is not None else 0,
+                (perf_counter_ns() - started) // 1000, None, 0)
 
     def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                       values: Sequence[Any], now_ms: Optional[int], *, eof: bool = False,
@@ -416,7 +442,8 @@ class Driver:
         activation (``state`` not encoded) and the live logic (None: no state)."""
         if self._plain and self.two_clocks is False and event_times is None and not eof \
                 and (order is None or len(values) < 2):
-            return self._live_plain(key, logic, stored, values, now_ms, committed_timer)
+            fields, logic = self._live_plain(key, logic, stored, values, now_ms, committed_timer)
+            return _new(Activation, fields), logic
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
@@ -444,8 +471,9 @@ class Driver:
 
     def _live_plain(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                     values: Sequence[Any], now_ms: Optional[int], committed_timer: Any
-                    ) -> Tuple[Activation, Optional[Logic]]:
-        """``activate_live`` flattened for the case ``_activate_plain`` takes."""
+                    ) -> Tuple[Tuple[Any, ...], Optional[Logic]]:
+        """``activate_live`` flattened for the case ``_activate_plain`` takes
+        (the Activation's fields as a plain tuple, and the live logic)."""
         started = perf_counter_ns()
         kind = type(key)
         if kind is not str and kind is not int:
@@ -464,30 +492,40 @@ class Driver:
                 logic = self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
                 if committed_timer is not NO_VALUE:
                     self._check_rebuilt_timer(key, logic, committed_timer)
-            if logic is not None and is_due(self._next_timer(key, logic), now_ms):
-                fired = 1
-                if self._call(key, logic, "on_notify", emits):
-                    logic = None
+            if logic is not None:  # 2. the timer (as _next_timer, inline)
+                try:
+                    moment = logic.notify_at()
+                except Exception as error:
+                    raise self._notify_at_raised(key, error) from error
+                if moment is not None and is_due(self._timer_ms(key, moment), now_ms):
+                    fired = 1
+                    if self._call(key, logic, "on_notify", emits):
+                        logic = None
             if len(values) and self.batch:
                 if logic is None:
                     logic = self._build(key, None)
                 if self._call(key, logic, "on_batch", emits, list(values)):
                     logic = None
             elif len(values):
-                logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
+                # An ignore rather than cast(): no call per activation (_build checked on_item).
+                logic = self._items(key, logic, values, emits)  # type: ignore[arg-type]
             timer: Optional[int] = None
             armed: Optional[int] = None
             if logic is not None:
-                timer = self._next_timer(key, logic)
-                if timer is not None and now_ms is not None:
-                    armed = self.time.armed_timeout(timer, now_ms)
+                try:
+                    moment = logic.notify_at()
+                except Exception as error:
+                    raise self._notify_at_raised(key, error) from error
+                if moment is not None:
+                    timer = self._timer_ms(key, moment)
+                    if now_ms is not None:
+                        armed = self.time.armed_timeout(timer, now_ms)
         finally:
             reset_clock(token)
         has_state = logic is not None
-        return _new(Activation, (emits, None, timer, _Lazy if has_state else None, 0, armed,
-                                 len(values), fired, int(has_state and not had_state),
-                                 int(had_state and not has_state),
-                                 (perf_counter_ns() - started) // 1000, None, 0)), logic
+        return (emits, None, timer, _Lazy if has_state else None, 0, armed, len(values), fired,
+                1 if has_state and not had_state else 0, 1 if had_state and not has_state else 0,
+                (perf_counter_ns() - started) // 1000, None, 0), logic
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
         """What a live logic commits: ``encode(snapshot())``."""

@@ -35,6 +35,9 @@ _CLOUD_HEADER = MAGIC + bytes([FORMAT_VERSION, CLOUDPICKLE])
 _PROTOCOL = 5
 PLAIN_HEADER = _PLAIN_HEADER  # what the driver's flattened activation writes and reads
 PROTOCOL = _PROTOCOL
+COPY_LIMIT = 1024
+"""Blobs up to this size are unpickled from a copy of their payload (cheaper
+than a memoryview for small blobs), larger ones through a memoryview."""
 
 
 class BlobInfo(NamedTuple):
@@ -95,7 +98,8 @@ def decode(blob: bytes, *, step_id: str, key: object) -> object:
     """The snapshot value stored in ``blob``; never mistakes a bad blob for "no state"."""
     if type(blob) is bytes and blob.startswith(_PLAIN_HEADER):
         try:  # the common case, without building a BlobInfo
-            return pickle.loads(memoryview(blob)[HEADER_SIZE:])
+            return pickle.loads(blob[HEADER_SIZE:] if len(blob) <= COPY_LIMIT
+                                else memoryview(blob)[HEADER_SIZE:])
         except Exception:
             pass  # the full path below says what is wrong
     if blob is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import groupby, repeat
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -205,7 +205,7 @@ class Runner:
             if any(key not in present and timeout_fired(at, self.now_ms)
                    for key, at in self.timeouts.items()):
                 return None
-        return ((key, list(map(_SECOND, run))) for key, run in groupby(ordered, _FIRST))
+        return _runs(ordered)
 
     def tick(self, now: Optional[datetime] = None) -> None:
         """A micro-batch without data: only keys whose timeout fired run."""
@@ -239,14 +239,17 @@ class Runner:
         at Spark's first commit, even in a run without ``Crash()``."""
         self._flush_tick()
         result = self.result
-        result.snapshots = {}
-        for key in sorted_keys(list(self.blobs) + list(self.live)):
-            if key in self.live:
-                snapshot = self.driver.snapshot(key, self.live[key])
+        snapshots: Dict[Any, Any] = {}
+        result.snapshots = snapshots
+        blobs, live, decode = self.blobs, self.live, self.driver.decode
+        for key in sorted_keys(list(blobs) + list(live)):
+            logic = live.get(key)  # a live logic object, never None
+            if logic is not None:
+                snapshot = self.driver.snapshot(key, logic)
                 encode(snapshot, step_id=self.step_id, key=key)
-                result.snapshots[key] = snapshot
+                snapshots[key] = snapshot
             else:
-                result.snapshots[key] = self.driver.decode(key, self.blobs[key])
+                snapshots[key] = decode(key, blobs[key])
         result.timers = {k: from_epoch_ms(t) for k, t in self.timers.items()}
         result.deadlines = {k: from_epoch_ms(t) for k, t in self.deadlines.items()}
         result.lost_state = list(self.driver.lost_state)
@@ -281,10 +284,13 @@ class Runner:
         deadlines = self.deadlines
         processing = None if eof else self.processing_ms  # finish (Eof): no processing clock
         driver, blobs, live, timers = self.driver, self.blobs, self.live, self.timers
-        outputs, checker, now_ms = self.result.outputs.extend, self.outputs, self.now_ms
+        append, checker, now_ms = self.result.outputs.append, self.outputs, self.now_ms
         always, reads, timed = self.restore == "always", self._reads_columns, self._timed
         times = order = None
         committed: Any = NO_VALUE  # a logic without notify_at cannot lose its timer
+        # The driver's flattened activation, called positionally (no event times,
+        # no order, not EOF): what activate() would call, one call less per key.
+        flat = None if reads or eof else driver.flat_activation(live=not always)
         try:
             for key, values in runs:
                 if reads:
@@ -292,28 +298,35 @@ class Runner:
                 if timed:
                     committed = timers.get(key)
                 if always:
-                    act = driver.activate(key, blobs.get(key), values, now_ms, eof=eof,
-                                          event_times=times, order=order,
-                                          committed_timer=committed, processing_ms=processing)
-                    if checker is not None and act.emits:  # before anything is committed
-                        checker.check(self.step_id, key, act.emits)
-                    if act.state is None:
+                    if flat is not None:
+                        act = flat(key, blobs.get(key), values, now_ms, committed)
+                    else:
+                        act = driver.activate(key, blobs.get(key), values, now_ms, eof=eof,
+                                              event_times=times, order=order,
+                                              committed_timer=committed,
+                                              processing_ms=processing)
+                else:
+                    if flat is not None:
+                        act, logic = flat(key, live.pop(key, None),
+                                          blobs.pop(key, None) if blobs else None,
+                                          values, now_ms, committed)
+                    else:
+                        act, logic = driver.activate_live(
+                            key, live.pop(key, None), blobs.pop(key, None) if blobs else None,
+                            values, now_ms, eof=eof, event_times=times, order=order,
+                            committed_timer=committed, processing_ms=processing)
+                # One unpacking of the Activation tuple, not a field read per count.
+                (out, state, timer, _, act_late, armed, act_rows, act_fired, act_created,
+                 act_discarded, act_us, deadline, act_deadlines) = act
+                if checker is not None and out:  # before anything is committed
+                    checker.check(self.step_id, key, out)
+                if always:
+                    if state is None:
                         blobs.pop(key, None)
                     else:
-                        blobs[key] = act.state
-                else:
-                    act, logic = driver.activate_live(
-                        key, live.pop(key, None), blobs.pop(key, None) if blobs else None,
-                        values, now_ms,
-                        eof=eof, event_times=times, order=order, committed_timer=committed,
-                        processing_ms=processing)
-                    if checker is not None and act.emits:
-                        checker.check(self.step_id, key, act.emits)
-                    if logic is not None:
-                        live[key] = logic
-                # One unpacking of the Activation tuple, not a field read per count.
-                (out, _, timer, _, act_late, armed, act_rows, act_fired, act_created,
-                 act_discarded, act_us, deadline, act_deadlines) = act
+                        blobs[key] = state
+                elif logic is not None:
+                    live[key] = logic
                 if timer is not None and armed is not None:
                     timers[key] = timer
                     self.timeouts[key] = armed
@@ -326,7 +339,8 @@ class Runner:
                     else:
                         deadlines[key] = deadline
                     deadlines_fired += act_deadlines
-                outputs(zip(repeat(key), out))
+                for emit in out:  # cheaper than extend(zip(repeat(key), out)) for few emits
+                    append((key, emit))
                 count += 1
                 rows += act_rows
                 late += act_late
@@ -377,6 +391,22 @@ class Runner:
     def _flush_tick(self) -> None:
         if self._pending_tick:
             self.tick()
+
+
+def _runs(ordered: List[Tuple[Any, Any]]) -> Iterator[Tuple[Any, List[Any]]]:
+    """``(key, values)`` of pairs sorted by key (not empty), as ``groupby``
+    would give them: one plain loop costs less than a grouper and a ``map``
+    per key when most keys have one or two values."""
+    pairs = iter(ordered)
+    key, value = next(pairs)
+    group = [value]
+    for next_key, value in pairs:
+        if next_key == key:
+            group.append(value)
+        else:
+            yield key, group
+            key, group = next_key, [value]
+    yield key, group
 
 
 def run(builder: Union[Builder, Step], script: Sequence[ScriptStep], *,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkwax import operators as ops
-from sparkwax._driver import Driver
+from sparkwax._driver import Activation, Driver
 from sparkwax.errors import LogicError
 from sparkwax.logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic
 from sparkwax.step import Step
@@ -232,3 +232,27 @@ def test_a_batch_step_takes_the_flattened_path(monkeypatch):
     again = driver.activate("k", first.state, ["z"], now_ms=0)
     assert taken == ["k", "k"]
     assert (first.emits, again.emits, again.created) == ([2, "x", "y"], [3, "z"], 0)
+
+
+def test_flat_activation_is_what_activate_calls():
+    # The runner calls the flattened activation positionally (one call less
+    # per key); it must be the very function activate() takes for the case.
+    from sparkwax.errors import NO_VALUE
+
+    def fields(act):
+        return tuple(act[:Activation._fields.index("callback_us")]) + tuple(act[-2:])
+
+    driver = Driver(Step.of(Counter, step_id="count"))
+    flat, live = driver.flat_activation(), driver.flat_activation(live=True)
+    assert fields(flat("k", None, [1, 2], 0, NO_VALUE)) == \
+        fields(driver.activate("k", None, [1, 2], 0))
+    act, logic = live("k", None, None, [1, 2], 0, NO_VALUE)
+    general, general_logic = driver.activate_live("k", None, None, [1, 2], 0)
+    assert fields(act) == fields(general) and logic.count == general_logic.count == 2
+    # Steps the flattened path does not take: none to call.
+    assert Driver(Step.of(lambda resume: Counter(resume), sides=["a", "b"])
+                  ).flat_activation() is None
+    learnt = Driver(Step.of(lambda resume: Counter(resume)))  # deadlines known after a build
+    assert learnt.flat_activation() is None
+    learnt.activate("k", None, [1], 0)
+    assert learnt.flat_activation() is not None
