@@ -334,7 +334,6 @@ class Driver:
             touched = False
             fired = 0
             logic: Any = None
-            on_item: Any = None
             if stored is not None:  # 1. restore (decode's common case inline)
                 resume: Any = _MISSING
                 if type(stored) is bytes and stored.startswith(_HEADER):
@@ -370,34 +369,9 @@ class Driver:
                     logic = self._build(key, None)
                 if self._call(key, logic, "on_batch", emits, list(values)):
                     logic = None
-            elif len(values):  # 3. items (as _items)
+            elif len(values):  # 3. items
                 touched = True
-                if logic is not None:
-                    on_item = logic.on_item
-                extend = emits.extend
-                for value in values:
-                    if on_item is None:
-                        logic = self._build(key, None)
-                        on_item = logic.on_item
-                    try:
-                        result = on_item(value)
-                    except Exception as error:
-                        raise CallbackError(self.step_id, key, "on_item", value,
-                                            f"on_item raised {error!r} on this value") from error
-                    if type(result) is not tuple or len(result) != 2:
-                        raise ReturnValueError(self.step_id, key, "on_item", result,
-                                               "must return a 2-tuple (emits, discard)")
-                    out, discard = result
-                    if type(out) is list or type(out) is tuple:
-                        extend(out)
-                    else:
-                        extend(self._emits(key, "on_item", out))
-                    if discard is not False:
-                        if discard is not True:
-                            raise ReturnValueError(self.step_id, key, "on_item", discard,
-                                                   "the discard flag must be a bool (RETAIN "
-                                                   "or DISCARD)")
-                        logic = on_item = None
+                logic = self._items(key, logic, values, emits)
             snapshot: Any = None
             state: Optional[bytes] = None
             timer: Optional[int] = None
