@@ -22,6 +22,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# bare's function lives in spark_engine.py: the Python workers import it too
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (os.path.dirname(os.path.abspath(__file__)), os.environ.get("PYTHONPATH")) if p)
 
 import spark_engine as se  # noqa: E402
 import sparkwax as sw  # noqa: E402
@@ -44,9 +47,13 @@ PATCHES = {"bare": {}, "sparkwax": {}, "sw-noobs": {"_observed": _no_observe},
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("variants", nargs="*", default=list(PATCHES), choices=list(PATCHES))
+    parser.add_argument("variants", nargs="*", help=f"some of {list(PATCHES)} (default all)")
     parser.add_argument("--repeat", type=int, default=25)
     args = parser.parse_args(argv)
+    args.variants = args.variants or list(PATCHES)
+    unknown = [v for v in args.variants if v not in PATCHES]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {list(PATCHES)}")
     spark = sw.local_session("local[2]", shuffle_partitions=2)
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     root = se.jvm_pid(spark)
