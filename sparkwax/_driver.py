@@ -44,6 +44,9 @@ activation is:
 from __future__ import annotations
 
 import warnings
+from bisect import bisect_right
+from itertools import islice
+from operator import lt as _lt
 from pickle import dumps as _dumps
 from pickle import loads as _loads
 from time import perf_counter_ns
@@ -224,19 +227,32 @@ class Driver:
                  ) -> Tuple[Sequence[Any], EventTimes]:
         """Values (and their event times) in activation order: stable, by the
         order columns, else by event time; nulls first."""
+        values, times, _ = self._arrange_ordered(key, values, times, order)
+        return values, times
+
+    def _arrange_ordered(self, key: Any, values: Sequence[Any], times: EventTimes,
+                         order: Columns) -> Tuple[Sequence[Any], EventTimes, bool]:
+        """``_arrange`` and whether the event times it returns are known to be
+        ascending without a null (``_drop_late`` then needs no scan). Rows
+        already in order are returned as they are: no row is less than the
+        one before it, the comparisons a stable sort would make first and
+        the case in which it would change nothing."""
         count = len(values)
         if count < 2:
-            return values, times
+            return values, times, times is not None and order is None and None not in times
         columns: Sequence[Sequence[Any]]
         if order is not None:
             columns = order
         elif times is not None:
             columns = (times,)
         else:
-            return values, times
+            return values, times, False
         try:
             if len(columns) == 1 and None not in columns[0]:
-                by: Callable[[int], Any] = columns[0].__getitem__
+                column = columns[0]
+                if not any(map(_lt, islice(column, 1, None), column)):
+                    return values, times, order is None
+                by: Callable[[int], Any] = column.__getitem__
                 index = sorted(range(count), key=by)
             else:
                 index = sorted(range(count), key=lambda i: tuple(
@@ -245,7 +261,10 @@ class Driver:
             raise InputError(self.step_id, key, "order_by", NO_VALUE,
                              f"the rows' order_by values cannot be compared: {error}"
                              ) from None
-        return [values[i] for i in index], (None if times is None else [times[i] for i in index])
+        if times is None:
+            return [values[i] for i in index], None, False
+        return [values[i] for i in index], [times[i] for i in index], order is None \
+            and None not in times
 
     # -- streaming: one micro-batch activation ---------------------------------
 
@@ -271,9 +290,11 @@ class Driver:
             logic = self._restore(key, stored) if stored is not None else None
             if logic is not None and committed_timer is not NO_VALUE:
                 self._check_rebuilt_timer(key, logic, committed_timer)
-            values, event_times = self._arrange(key, values, event_times, order)
+            values, event_times, ordered = self._arrange_ordered(key, values, event_times,
+                                                                 order)
             logic, emits, late, fired, touched, deadlines = self._run(
-                key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms)
+                key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms,
+                ordered=ordered)
             if not touched and logic is not None:
                 # No callback ran: the stored bytes are still exact; only re-read the timer.
                 timer = self._next_timer(key, logic)
@@ -429,9 +450,11 @@ class Driver:
                 logic = self._restore(key, stored)
                 if committed_timer is not NO_VALUE:
                     self._check_rebuilt_timer(key, logic, committed_timer)
-            values, event_times = self._arrange(key, values, event_times, order)
+            values, event_times, ordered = self._arrange_ordered(key, values, event_times,
+                                                                 order)
             logic, emits, late, fired, _, deadlines = self._run(
-                key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms)
+                key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms,
+                ordered=ordered)
             timer = None if logic is None else self._next_timer(key, logic)
             deadline = None
             if self.two_clocks and logic is not None:
@@ -602,12 +625,13 @@ class Driver:
     def _run(self, key: Any, logic: Optional[Logic], values: Sequence[Any],
              now_ms: Optional[int], eof: bool, event_times: EventTimes,
              fire_timer: bool = True, commit_before_eof: bool = False,
-             processing_ms: Optional[int] = None) -> Run:
+             processing_ms: Optional[int] = None, ordered: bool = False) -> Run:
         """Steps 2-4 on a live (or absent) logic; returns
         ``(logic_or_None, emits, late_count, timers_fired, touched, deadlines_fired)``.
         ``commit_before_eof`` (bounded input): snapshot a live logic before
         ``on_eof`` as the stream's last commit would, so a snapshot that
-        cannot be stored fails in bounded mode too."""
+        cannot be stored fails in bounded mode too. ``ordered``: the event
+        times are ascending without a null (see ``_arrange_ordered``)."""
         emits: List[Any] = []
         touched = False
         fired = 0
@@ -626,7 +650,7 @@ class Driver:
                 logic = None
         late = 0
         if event_times is not None and now_ms is not None and len(values):
-            values, late = self._drop_late(values, event_times, now_ms * 1000)
+            values, late = self._drop_late(values, event_times, now_ms * 1000, ordered)
         if len(values):
             touched = True
             if self._tag is not None:  # Spark's union of a connected step's sides
@@ -648,10 +672,17 @@ class Driver:
         return logic, emits, late, fired, touched, deadlines
 
     def _drop_late(self, values: Sequence[Any], event_times: Sequence[Optional[int]],
-                   watermark_us: int) -> Tuple[List[Any], int]:
-        """Lateness: an event time at or behind the watermark, or a null one."""
+                   watermark_us: int, ordered: bool = False) -> Tuple[Sequence[Any], int]:
+        """Lateness: an event time at or behind the watermark, or a null one.
+        ``ordered``: the times ascend without a null, so the late ones lead."""
         if len(event_times) != len(values):
             raise ValueError(f"{len(event_times)} event times for {len(values)} values")
+        if ordered:
+            late = bisect_right(cast("Sequence[int]", event_times), watermark_us)
+            return (values[late:] if late else values), late
+        if event_times and None not in event_times \
+                and min(cast("Sequence[int]", event_times)) > watermark_us:
+            return values, 0
         kept = [v for v, t in zip(values, event_times) if t is not None and t > watermark_us]
         return kept, len(values) - len(kept)
 

@@ -68,6 +68,44 @@ def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarr
     return values, times, order
 
 
+def time_order(frame: pd.DataFrame, layout: InputLayout) -> Optional[np.ndarray]:
+    """Row positions putting a group's rows in event-time order (numpy's
+    stable argsort), or None: rows already in that order, no event time,
+    ``order_by`` columns, or nulls (a float column). A pre-sort only: the
+    driver still orders the rows (``Driver._arrange``), and a stable sort
+    leaves rows already stably sorted as they are, so the order is the
+    driver's either way; its own sort then finds nothing to do.
+
+    >>> layout = InputLayout(("v",), ("v",), (INTEGER,), True, (), "t")
+    >>> time_order(pd.DataFrame({"v": [1, 2, 3], "t": [30, 10, 10]}), layout).tolist()
+    [1, 2, 0]
+    >>> time_order(pd.DataFrame({"v": [1, 2], "t": [10, 10]}), layout) is None
+    True
+    """
+    if layout.event_column is None or layout.order_by or len(frame) < 2:
+        return None
+    times = _column_values(frame, layout.event_column)
+    if isinstance(times, pd.Series):
+        times = times.to_numpy()
+    if times.dtype.kind not in "iu":
+        return None
+    if bool((times[1:] >= times[:-1]).all()):
+        return None
+    return _stable_argsort(times)
+
+
+def _stable_argsort(times: np.ndarray) -> np.ndarray:
+    """``np.argsort(times, kind="stable")``; for times spanning less than
+    2**32 (µs: 71 minutes) two 16-bit radix passes, ~5x faster on 10k rows."""
+    low_time = times.min()
+    offsets = times - low_time
+    if int(times.max()) - int(low_time) >= 1 << 32:
+        return np.argsort(times, kind="stable")
+    low = np.argsort((offsets & 0xFFFF).astype(np.uint16), kind="stable")
+    high = (offsets >> 16).astype(np.uint16)[low]
+    return low[np.argsort(high, kind="stable")]
+
+
 def _take(column, rows: Optional[np.ndarray]):
     """The column's values at ``rows`` (None: the column itself)."""
     if rows is None:

@@ -15,7 +15,7 @@ import pandas as pd
 from .._driver import Driver
 from ..errors import SnapshotError
 from ..timers import TimeMode
-from .columns import InputLayout, group_frame, plain_key, read_group
+from .columns import InputLayout, group_frame, plain_key, read_group, time_order
 from .outputs import OutputBuilder
 
 # PySpark 4.3's worker pads group frames with pd.concat, which warns once per
@@ -50,7 +50,8 @@ class StreamingHost:
             for _ in frames:  # Spark sends one empty frame; drain it
                 pass
         else:
-            values, times, order = read_group(group_frame(frames), self.layout)
+            frame = group_frame(frames)
+            values, times, order = read_group(frame, self.layout, time_order(frame, self.layout))
         stored, committed_timer = state.get if state.exists else (None, None)
         now_ms = self.driver.now_ms(state.getCurrentWatermarkMs,
                                     state.getCurrentProcessingTimeMs)
@@ -113,7 +114,7 @@ class BoundedHost:
 
     def __call__(self, key_values: Tuple, frame: pd.DataFrame) -> pd.DataFrame:
         key = plain_key(key_values, self.single_key)
-        values, times, order = read_group(frame, self.layout)
+        values, times, order = read_group(frame, self.layout, time_order(frame, self.layout))
         act = self.driver.activate_bounded(key, values, event_times=times, order=order)
         if not act.emits:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
