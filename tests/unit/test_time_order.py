@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from sparkwax import RETAIN, EventTime, StatefulBatchLogic
 from sparkwax._driver import Driver
-from sparkwax.engine.columns import INTEGER, InputLayout, _stable_argsort, read_group, time_order
+from sparkwax.engine.columns import (INTEGER, InputLayout, _stable_argsort, radix_argsort,
+                                     read_group, time_order)
 from sparkwax.step import Step
 
 BASE_US = 1_700_000_000_000_000
@@ -52,6 +53,15 @@ def test_stable_argsort_is_numpys(offs):
     times = np.array([BASE_US + o for o in offs], dtype=np.int64)
     assert _stable_argsort(times).tolist() == np.argsort(times, kind="stable").tolist() \
         if len(times) else True
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 20), max_size=60),
+       st.sampled_from([21, 1 << 16, 1 << 17, 1 << 20, 1 << 33]))
+def test_radix_argsort_is_numpys_for_every_span(small, span):
+    """One pass, two passes or numpy's own sort, by span (packed's key numbers too)."""
+    values = np.array([v * (span // 21) for v in small], dtype=np.int64)
+    assert radix_argsort(values, span).tolist() == np.argsort(values, kind="stable").tolist()
 
 
 @settings(max_examples=300, deadline=None)
