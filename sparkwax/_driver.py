@@ -289,7 +289,8 @@ class Driver:
         try:
             logic = self._restore(key, stored) if stored is not None else None
             if logic is not None and committed_timer is not NO_VALUE:
-                self._check_rebuilt_timer(key, logic, committed_timer)
+                self._check_rebuilt_timer(key, logic, committed_timer,
+                                          self._next_timer(key, logic))
             values, event_times, ordered = self._arrange_ordered(key, values, event_times,
                                                                  order)
             logic, emits, late, fired, touched, deadlines = self._run(
@@ -376,9 +377,8 @@ class Driver:
                 except Exception as error:
                     raise self._notify_at_raised(key, error) from error
                 rebuilt = None if moment is None else self._timer_ms(key, moment)
-                if committed_timer is not NO_VALUE and rebuilt != committed_timer \
-                        and not self.lost_state:  # as _check_rebuilt_timer
-                    self._warn_lost_state(key, logic, committed_timer, rebuilt)
+                if committed_timer is not NO_VALUE:
+                    self._check_rebuilt_timer(key, logic, committed_timer, rebuilt)
                 if rebuilt is not None and is_due(rebuilt, now_ms):
                     touched = True
                     fired = 1
@@ -449,7 +449,8 @@ class Driver:
             if logic is None and stored is not None:
                 logic = self._restore(key, stored)
                 if committed_timer is not NO_VALUE:
-                    self._check_rebuilt_timer(key, logic, committed_timer)
+                    self._check_rebuilt_timer(key, logic, committed_timer,
+                                              self._next_timer(key, logic))
             values, event_times, ordered = self._arrange_ordered(key, values, event_times,
                                                                  order)
             logic, emits, late, fired, _, deadlines = self._run(
@@ -485,16 +486,19 @@ class Driver:
         try:
             emits: List[Any] = []
             fired = 0
+            restored = False  # rebuilt from its snapshot here (not a live logic)
             if logic is None and stored is not None:
                 logic = self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
-                if committed_timer is not NO_VALUE:
-                    self._check_rebuilt_timer(key, logic, committed_timer)
-            if logic is not None:  # 2. the timer (as _next_timer, inline)
+                restored = True
+            if logic is not None:  # 2. the timer (as _next_timer, inline; read once for both uses)
                 try:
                     moment = logic.notify_at()
                 except Exception as error:
                     raise self._notify_at_raised(key, error) from error
-                if moment is not None and is_due(self._timer_ms(key, moment), now_ms):
+                rebuilt = None if moment is None else self._timer_ms(key, moment)
+                if restored and committed_timer is not NO_VALUE:
+                    self._check_rebuilt_timer(key, logic, committed_timer, rebuilt)
+                if rebuilt is not None and is_due(rebuilt, now_ms):
                     fired = 1
                     if self._call(key, logic, "on_notify", emits):
                         logic = None
@@ -573,17 +577,15 @@ class Driver:
         """``builder(decode(stored))``, with errors naming the step and key."""
         return self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
 
-    def _check_rebuilt_timer(self, key: Any, logic: Logic, committed: Optional[int]) -> None:
+    def _check_rebuilt_timer(self, key: Any, logic: Logic, committed: Optional[int],
+                             rebuilt: Optional[int]) -> None:
         """Warn (once per step) when a logic rebuilt from its snapshot has
-        another ``notify_at()`` than the logic that committed that snapshot:
-        it kept state outside ``snapshot()``, which a Bytewax worker keeps
-        between activations but Spark (and sparkwax) rebuild without."""
-        rebuilt = self._next_timer(key, logic)
-        if rebuilt != committed and not self.lost_state:
-            self._warn_lost_state(key, logic, committed, rebuilt)
-
-    def _warn_lost_state(self, key: Any, logic: Logic, committed: Optional[int],
-                         rebuilt: Optional[int]) -> None:
+        another ``notify_at()`` (``rebuilt``, as ``_next_timer`` reads it)
+        than the logic that committed that snapshot: it kept state outside
+        ``snapshot()``, which a Bytewax worker keeps between activations but
+        Spark (and sparkwax) rebuild without."""
+        if rebuilt == committed or self.lost_state:
+            return
         inner: object = logic
         while isinstance(inner, (TtlLogic, Limited)):  # the step's wrappers: name the user's
             inner = inner.inner
@@ -596,7 +598,7 @@ class Driver:
                    f"state kept outside snapshot() is lost: put it in snapshot(). "
                    f"(Warned once per step.)")
         self.lost_state.append(message)
-        warnings.warn(message, LostStateWarning, stacklevel=4)
+        warnings.warn(message, LostStateWarning, stacklevel=3)
 
     def _build(self, key: Any, snapshot: Any) -> Logic:
         """``builder(snapshot)``, checked to have the step's entry point

@@ -256,3 +256,33 @@ def test_flat_activation_is_what_activate_calls():
     assert learnt.flat_activation() is None
     learnt.activate("k", None, [1], 0)
     assert learnt.flat_activation() is not None
+
+
+class TimerKeptOutside(StatefulLogic):
+    """Arms a timer it leaves out of snapshot(): rebuilt, it has none."""
+
+    def __init__(self, resume=None):
+        self.count = resume or 0
+        self.timer = None
+
+    def on_item(self, value):
+        self.count += 1
+        self.timer = at(60)
+        return [self.count], RETAIN
+
+    def notify_at(self):
+        return self.timer
+
+    def on_notify(self):
+        return ["fired"], DISCARD
+
+    def snapshot(self):
+        return self.count
+
+
+@pytest.mark.parametrize("restore", ["always", "on_crash"])
+def test_a_timer_lost_at_a_rebuild_warns_on_both_paths(restore):
+    script = [Batch([("k", 1)], now=at(0)), Crash(), Batch([("k", 2)], now=at(1))]
+    fast, slow = both_ways(lambda: run_result(run(TimerKeptOutside, script, restore=restore)))
+    assert fast == slow
+    assert fast[0] == "ok" and len(fast[2]) == 1 and "TimerKeptOutside rebuilt" in fast[2][0]
