@@ -19,7 +19,14 @@ has state (a warm micro-batch). Timed per group, CPU time, best of R:
 * ``sw-per-item`` ``StreamingHost`` with spark_engine.py's ``Count``: counting
                 per item, no emits (``stateful(value="v")``);
 * ``sw-metrics`` ``sparkwax`` plus the per-group metrics row every streaming
-                step sends since issue 12 (``sparkwax.metrics``).
+                step sends since issue 12 (``sparkwax.metrics``);
+* ``bare-packed`` spark_engine.py's hand-written bucket function over 8
+                buckets (keys interleaved in a bucket's rows, a pickled
+                ``{key: count}`` per bucket): the floor of a packed design;
+* ``sw-packed`` ``PackedHost`` over the same 8 buckets, metrics on.
+
+The packed variants run every bucket as a group (``--keys`` is then the
+number of user keys, all touched, all holding state).
 
 ``--profile VARIANT`` prints a cProfile of that variant instead.
 Not collected by pytest.
@@ -49,13 +56,15 @@ from pyspark.sql.streaming.state import GroupState  # noqa: E402
 from sparkwax._driver import Driver  # noqa: E402
 from sparkwax.step import Step  # noqa: E402
 from sparkwax.engine.columns import INTEGER, InputLayout  # noqa: E402
+from sparkwax.engine.bucket import Bucket  # noqa: E402
 from sparkwax.engine.host import NO_TIMEOUT, StreamingHost  # noqa: E402
+from sparkwax.engine.packed import PackedHost  # noqa: E402
 from sparkwax.engine.outputs import METRICS_COLUMN, OutputBuilder, metrics_type  # noqa: E402
-from sparkwax.engine.plan import STATE_SCHEMA  # noqa: E402
+from sparkwax.engine.plan import PACKED_STATE_SCHEMA, STATE_SCHEMA  # noqa: E402
 from sparkwax.recovery import encode  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
 
-from spark_engine import Count, bare_count  # noqa: E402  (benchmarks/, the script's folder)
+from spark_engine import Count, bare_count, bare_packed_count  # noqa: E402  (benchmarks/, the script's folder)
 
 CHUNK = 10_000          # spark.sql.execution.arrow.maxRecordsPerBatch
 GROUPS_PER_BATCH = 1_000
@@ -82,6 +91,27 @@ def sparkwax_host(batch: bool, metrics: bool = False):
     return run_streaming_group
 
 
+BUCKETS = 8
+PACKED_STATE = {}  # (variant, keys) -> {bucket: state row}, filled by packed_groups
+
+
+def packed_host():
+    driver = Driver(Step.of(BatchCounter, step_id="bench", batch=True))
+    layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
+                         order_by=(), event_column=None)
+    outputs = OutputBuilder(["key"], T.StructType([T.StructField("count", T.LongType())]),
+                            "bench", metrics=True)
+    host = PackedHost(driver, layout, outputs, NO_TIMEOUT, ["key"], BUCKETS)
+
+    def run_streaming_group(key, frames, state):
+        return host(key, frames, state)
+    return run_streaming_group
+
+
+def packed_state(variant: str):
+    return lambda bucket: PACKED_STATE[variant, bucket]
+
+
 VARIANTS = {
     "worker": (idle, BARE_STATE, lambda n: (pickle.dumps(n),)),
     "bare": (bare_count, BARE_STATE, lambda n: (pickle.dumps(n),)),
@@ -91,9 +121,33 @@ VARIANTS = {
                     lambda n: (encode(n, step_id="bench", key=None), None)),
     "sw-metrics": (sparkwax_host(True, metrics=True), STATE_SCHEMA,
                    lambda n: (encode(n, step_id="bench", key=None), None)),
+    "bare-packed": (bare_packed_count, BARE_STATE, packed_state("bare-packed")),
+    "sw-packed": (packed_host(), PACKED_STATE_SCHEMA, packed_state("sw-packed")),
 }
-OUTPUTS = {"sw-metrics": T.StructType(list(OUT.fields) + [
-    T.StructField(METRICS_COLUMN, metrics_type())])}
+PACKED = ("bare-packed", "sw-packed")
+WITH_METRICS = T.StructType(list(OUT.fields) + [T.StructField(METRICS_COLUMN, metrics_type())])
+OUTPUTS = {"sw-metrics": WITH_METRICS, "sw-packed": WITH_METRICS}
+
+
+def packed_groups(rows: int, keys: int):
+    """(bucket, [Arrow chunk]) per bucket: key k in bucket k % 8, a bucket's
+    rows in random order (keys interleaved, as Spark hands them); every key
+    holds state (count 1) in both packed variants' state rows."""
+    rng = np.random.default_rng(7)
+    all_keys = rng.permutation(np.arange(rows, dtype=np.int64) % keys)
+    groups = []
+    for bucket in range(BUCKETS):
+        mine = all_keys[all_keys % BUCKETS == bucket]
+        batch = pa.RecordBatch.from_arrays([pa.array(mine), pa.array(np.arange(len(mine)))],
+                                           names=["key", "v"])
+        groups.append((bucket, [batch.slice(i, CHUNK) for i in range(0, len(mine), CHUNK)]))
+        held = range(bucket, keys, BUCKETS)
+        PACKED_STATE["bare-packed", bucket] = (pickle.dumps({k: 1 for k in held}),)
+        store = Bucket.empty()
+        for k in held:
+            store.put(k, encode(1, step_id="bench", key=k), None, None)
+        PACKED_STATE["sw-packed", bucket] = (store.encode()[0], BUCKETS)
+    return groups
 
 
 def make_groups(rows: int, keys: int):
@@ -170,7 +224,7 @@ def main(argv=None) -> int:
     pickler = CPickleSerializer()
     if args.profile:
         for keys in args.keys:
-            groups = make_groups(args.rows, keys)
+            groups = (packed_groups if args.profile in PACKED else make_groups)(args.rows, keys)
             fn, schema, row = VARIANTS[args.profile]
             out = OUTPUTS.get(args.profile, OUT)
             run_batch(fn, schema, row, groups, pickler, out)
@@ -190,13 +244,15 @@ def main(argv=None) -> int:
     print("-" * len(header))
     for keys in args.keys:
         groups = make_groups(args.rows, keys)
+        bucketed = packed_groups(args.rows, keys) if set(PACKED) & set(args.variants) else None
         times = {variant: float("inf") for variant in args.variants}
         for _ in range(args.repeat):  # interleaved: drifting load hits every variant
             for variant in args.variants:
                 fn, schema, row = VARIANTS[variant]
                 gc.collect()
                 start = time.process_time()
-                run_batch(fn, schema, row, groups, pickler, OUTPUTS.get(variant, OUT))
+                run_batch(fn, schema, row, bucketed if variant in PACKED else groups, pickler,
+                          OUTPUTS.get(variant, OUT))
                 times[variant] = min(times[variant], time.process_time() - start)
         for variant in args.variants:
             best = times[variant]
