@@ -377,7 +377,7 @@ class Driver:
                 except Exception as error:
                     raise self._notify_at_raised(key, error) from error
                 rebuilt = None if moment is None else self._timer_ms(key, moment)
-                if committed_timer is not NO_VALUE:
+                if committed_timer is not NO_VALUE and rebuilt != committed_timer:
                     self._check_rebuilt_timer(key, logic, committed_timer, rebuilt)
                 if rebuilt is not None and is_due(rebuilt, now_ms):
                     touched = True
@@ -496,7 +496,7 @@ class Driver:
                 except Exception as error:
                     raise self._notify_at_raised(key, error) from error
                 rebuilt = None if moment is None else self._timer_ms(key, moment)
-                if restored and committed_timer is not NO_VALUE:
+                if restored and committed_timer is not NO_VALUE and rebuilt != committed_timer:
                     self._check_rebuilt_timer(key, logic, committed_timer, rebuilt)
                 if rebuilt is not None and is_due(rebuilt, now_ms):
                     fired = 1
@@ -893,7 +893,10 @@ class Driver:
                                    "must return a 2-tuple (emits, discard)")
         discard: bool
         out, discard = result
-        emits.extend(self._emits(key, name, out))
+        if type(out) is list or type(out) is tuple:  # the common case: no checks to make
+            emits.extend(out)
+        else:
+            emits.extend(self._emits(key, name, out))
         if type(discard) is not bool:
             raise ReturnValueError(self.step_id, key, name, discard,
                                    "the discard flag must be a bool (RETAIN or DISCARD)")

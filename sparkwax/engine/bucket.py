@@ -53,6 +53,7 @@ class Bucket:
         self.timers = timers
         self.armed = armed
         self._positions: Optional[Dict[Any, int]] = None
+        self._lists: Optional[Tuple[List[int], List[int]]] = None  # ends, timers as ints
         self._changes: Dict[Any, Optional[Tuple[bytes, Optional[int], Optional[int]]]] = {}
 
     @classmethod
@@ -100,16 +101,23 @@ class Bucket:
         return None if position is None else _plain(int(self.timers[position]))
 
     def entry(self, key) -> Tuple[Optional[bytes], Optional[int]]:
-        """``(get(key), timer(key))`` in one lookup (the packed host's per-key read)."""
+        """``(get(key), timer(key))`` in one lookup (the packed host's per-key
+        read: plain lists, read once per bucket, not numpy scalars)."""
         if key in self._changes:
             change = self._changes[key]
             return (None, None) if change is None else (change[0], change[1])
         position = self.positions().get(key)
         if position is None:
             return None, None
-        start = int(self.ends[position - 1]) if position else 0
-        return (self.buffer[start:int(self.ends[position])],
-                _plain(int(self.timers[position])))
+        ends, timers = self._as_lists()
+        timer = timers[position]
+        return (self.buffer[ends[position - 1] if position else 0:ends[position]],
+                None if timer == NONE else timer)
+
+    def _as_lists(self) -> Tuple[List[int], List[int]]:
+        if self._lists is None:
+            self._lists = (self.ends.tolist(), self.timers.tolist())
+        return self._lists
 
     def put(self, key, blob: bytes, timer: Optional[int], armed: Optional[int]) -> None:
         self._changes[key] = (blob, timer, armed)
@@ -141,48 +149,55 @@ class Bucket:
                             protocol=5)
         return blob, earliest
 
-    def _merged(self):
+    def _merged(self) -> Tuple[List[Any], bytes, np.ndarray, np.ndarray, np.ndarray]:
+        """The stored columns with the changes applied: replaced blobs in
+        place, removed keys out, new keys at the end (Python lists while
+        merging: a numpy scalar per changed key costs more than the list)."""
         if not self._changes:
             return self.keys, self.buffer, self.ends, self.timers, self.armed
         positions = self.positions()
-        lengths = np.diff(self.ends, prepend=0)
-        timers, armed = self.timers.copy(), self.armed.copy()
+        ends, timers = self._as_lists()
+        timers = list(timers)
+        armed = self.armed.tolist()
+        lengths = np.diff(self.ends, prepend=0).tolist()
         replaced: Dict[int, bytes] = {}
         removed: List[int] = []
-        new_keys, new_blobs, new_timers, new_armed = [], [], [], []
+        new_keys: List[Any] = []
+        new_blobs: List[bytes] = []
         for key, change in self._changes.items():
             position = positions.get(key)
             if position is None:
                 if change is not None:
                     new_keys.append(key)
                     new_blobs.append(change[0])
-                    new_timers.append(_stored(change[1]))
-                    new_armed.append(_stored(change[2]))
+                    lengths.append(len(change[0]))
+                    timers.append(_stored(change[1]))
+                    armed.append(_stored(change[2]))
             elif change is None:
                 removed.append(position)
             else:
-                replaced[position] = change[0]
-                lengths[position] = len(change[0])
-                timers[position], armed[position] = _stored(change[1]), _stored(change[2])
+                blob, timer, armed_ms = change
+                replaced[position] = blob
+                lengths[position] = len(blob)
+                timers[position] = NONE if timer is None else timer
+                armed[position] = NONE if armed_ms is None else armed_ms
         pieces, start = [], 0
         for position in sorted(list(replaced) + removed):
-            pieces.append(self.buffer[start:int(self.ends[position - 1]) if position else 0])
+            pieces.append(self.buffer[start:ends[position - 1] if position else 0])
             pieces.append(replaced.get(position, b""))
-            start = int(self.ends[position])
+            start = ends[position]
         pieces.append(self.buffer[start:])
         pieces.extend(new_blobs)
-        keys = self.keys
+        keys = self.keys + new_keys
         if removed:
-            keep = np.ones(len(keys), dtype=bool)
-            keep[removed] = False
-            kept = keep.tolist()
-            keys = [k for k, flag in zip(keys, kept) if flag]
-            lengths, timers, armed = lengths[keep], timers[keep], armed[keep]
-        keys = keys + new_keys
-        lengths = np.concatenate([lengths, [len(b) for b in new_blobs]]).astype(np.int64)
-        timers = np.concatenate([timers, np.array(new_timers, dtype=np.int64)])
-        armed = np.concatenate([armed, np.array(new_armed, dtype=np.int64)])
-        return keys, b"".join(pieces), np.cumsum(lengths), timers, armed
+            gone = set(removed)
+            kept = [i for i in range(len(keys)) if i not in gone]
+            keys = [keys[i] for i in kept]
+            lengths = [lengths[i] for i in kept]
+            timers = [timers[i] for i in kept]
+            armed = [armed[i] for i in kept]
+        return (keys, b"".join(pieces), np.cumsum(np.array(lengths, dtype=np.int64)),
+                np.array(timers, dtype=np.int64), np.array(armed, dtype=np.int64))
 
 
 def _compact(column: np.ndarray) -> Optional[np.ndarray]:

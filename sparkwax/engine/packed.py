@@ -14,6 +14,8 @@ keys.
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -30,18 +32,43 @@ from .outputs import OutputBuilder
 BUCKET_COLUMN = "__sw_bucket"
 
 
-def split_by_key(frame, key_names: Sequence[str], layout: InputLayout):
-    """Yield ``(key_values, values, event_times, order)`` per key of ``frame``
-    (a frame, or a group's chunks: a list of frames), rows in arrival order
-    within a key. Spark hands a bucket's rows with its keys interleaved; the
-    keys are numbered by hashing (``pd.factorize``), and a stable argsort of
-    those numbers (skipped when the rows already come key by key) gives each
-    key's rows in arrival order, read column by column from the needed
-    columns only."""
+class KeyRuns:
+    """A bucket's rows split by key (``key_runs``): ``keys``, one per run (the
+    key's value, or a tuple of values for several key columns), in order of
+    first appearance; ``rows(position)`` is that key's ``(values,
+    event_times, order)`` in arrival order."""
+
+    __slots__ = ("keys", "positions", "bounds", "values", "times", "order")
+
+    def __init__(self, keys: List[Any], bounds: List[int], values: Sequence[Any],
+                 times: Optional[list], order: Optional[List[list]]):
+        self.keys = keys
+        self.positions: Dict[Any, int] = dict(zip(keys, range(len(keys))))
+        self.bounds = bounds
+        self.values = values
+        self.times = times
+        self.order = order
+
+    def rows(self, position: int) -> Tuple[Sequence[Any], Optional[list], Optional[List[list]]]:
+        begin, end = self.bounds[position], self.bounds[position + 1]
+        times, order = self.times, self.order
+        return (self.values[begin:end], None if times is None else times[begin:end],
+                None if order is None else [column[begin:end] for column in order])
+
+
+NO_RUNS = KeyRuns([], [0], (), None, None)
+
+
+def key_runs(frame, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
+    """``frame`` (a frame, or a group's chunks: a list of frames) split by
+    key. Spark hands a bucket's rows with its keys interleaved; the keys are
+    numbered by hashing (``pd.factorize``), and a stable argsort of those
+    numbers (skipped when the rows already come key by key) gives each key's
+    rows in arrival order, read column by column from the needed columns only."""
     if isinstance(frame, list):
         frame = stack_frames(frame, _needed(key_names, layout))
     if len(frame) == 0:
-        return
+        return NO_RUNS
     codes = _key_codes(frame, key_names)
     counts = np.bincount(codes)
     ends = np.cumsum(counts)
@@ -52,11 +79,17 @@ def split_by_key(frame, key_names: Sequence[str], layout: InputLayout):
         firsts = rows[firsts]
     values, times, order = read_group(frame, layout, rows)
     key_lists = [frame[name].iloc[firsts].tolist() for name in key_names]
-    bounds = [0] + ends.tolist()
-    for index, (begin, end) in enumerate(zip(bounds, bounds[1:])):
-        key_values = tuple(column[index] for column in key_lists)
-        yield (key_values, values[begin:end], None if times is None else times[begin:end],
-               None if order is None else [column[begin:end] for column in order])
+    keys = key_lists[0] if len(key_lists) == 1 else list(zip(*key_lists))
+    return KeyRuns(keys, [0] + ends.tolist(), values, times, order)
+
+
+def split_by_key(frame, key_names: Sequence[str], layout: InputLayout):
+    """Yield ``(key_values, values, event_times, order)`` per key of ``frame``
+    (see ``key_runs``)."""
+    runs = key_runs(frame, key_names, layout)
+    single = len(key_names) == 1
+    for position, key in enumerate(runs.keys):
+        yield ((key,) if single else key, *runs.rows(position))
 
 
 def _needed(key_names: Sequence[str], layout: InputLayout) -> List[str]:
@@ -92,33 +125,51 @@ class PackedHost:
     def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
         bucket = self._restore(state)
         frame = list(frames) if not state.hasTimedOut else _drain(frames)
+        with fewer_collections():
+            out = self._run(bucket, frame, state)
+        if out is not None:
+            yield out
+
+    def _run(self, bucket: Bucket, frame, state) -> Optional[pd.DataFrame]:
+        """Every key of the bucket that runs, then the commit; the call's
+        output frame (None: nothing to send)."""
         now_ms = self.driver.now_ms(state.getCurrentWatermarkMs,
                                     state.getCurrentProcessingTimeMs)
-        runs: Dict[Any, Tuple[Tuple, Sequence, Optional[list], Optional[list]]] = {}
-        for run in split_by_key(frame, self.key_names, self.layout):
-            runs[run[0][0] if self.single else run[0]] = run
-        woken = [key for key in bucket.due(now_ms) if key not in runs]
+        runs = key_runs(frame, self.key_names, self.layout)
+        positions = runs.positions
+        woken = [key for key in bucket.due(now_ms) if key not in positions]
         no_times: Optional[list] = [] if self.layout.event_column is not None else None
+        # Rows without event times nor order: the driver's flattened activation,
+        # called positionally (what ``activate`` would call).
+        flat = (self.driver.flat_activation()
+                if no_times is None and not self.layout.order_by else None)
+        activate = self.driver.activate
+        single = self.single
         emitted = []
         rows = late = fired = created = discarded = emits = callback_us = 0
-        key_values: Tuple = ()
+        key = None
         timed = self.timeout_conf != NO_TIMEOUT
-        for key in sorted_keys(list(runs) + woken):
-            key_values, values, times, order = (runs.get(key)
-                                                or (self._key_values(key), (), no_times, None))
+        values: Sequence[Any]
+        for key in sorted_keys(runs.keys + woken):
+            position = positions.get(key)
+            if position is None:
+                values, times, order = (), no_times, None
+            else:
+                values, times, order = runs.rows(position)
             stored, committed = bucket.entry(key)
-            # One unpacking of the Activation, its counts summed as plain ints
-            # (a StepMetrics per key costs more).
+            # One unpacking of the Activation's fields, its counts summed as
+            # plain ints (a StepMetrics per key costs more).
             (out, state_blob, timer, _, act_late, armed, act_rows, act_fired, act_created,
-             act_discarded, act_us, _, _) = self.driver.activate(
-                key, stored, values, now_ms, event_times=times, order=order,
-                committed_timer=committed)
+             act_discarded, act_us, _, _) = (
+                flat(key, stored, values, now_ms, committed) if flat is not None
+                else activate(key, stored, values, now_ms, event_times=times, order=order,
+                              committed_timer=committed))
             if state_blob is None:
                 bucket.remove(key)
             else:
                 bucket.put(key, state_blob, timer, armed if timed else None)
             if out:
-                emitted.append((key, key_values, out))
+                emitted.append((key, (key,) if single else key, out))
             rows += act_rows
             late += act_late
             fired += act_fired
@@ -129,9 +180,10 @@ class PackedHost:
         counts = StepMetrics(rows, late, fired, created, discarded, emits, callback_us)
         self._commit(state, bucket, now_ms)
         if emitted:
-            yield self.outputs.frame_of(emitted, counts)
-        elif key_values and self.outputs.metrics:
-            yield self.outputs.metrics_frame(key_values, counts)
+            return self.outputs.frame_of(emitted, counts)
+        if key is not None and self.outputs.metrics:
+            return self.outputs.metrics_frame(self._key_values(key), counts)
+        return None
 
     def _restore(self, state) -> Bucket:
         if not state.exists:
@@ -197,6 +249,31 @@ class PackedBoundedHost:
         if not emitted:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
         return self.outputs.frame_of(emitted)
+
+
+@contextmanager
+def fewer_collections(young: int = 10_000) -> Iterator[None]:
+    """Run a bucket with CPython's cyclic GC collecting the young generation
+    every ``young`` allocations instead of 700: a bucket allocates a few
+    containers per key that all live until its commit, and at 100k keys per
+    batch the collections that rescan them cost ~15% of the host's Python
+    time (``benchmarks/host_sim.py --variants sw-packed``). Cycles are still
+    collected, less often; the thresholds are restored after the bucket.
+
+    >>> import gc
+    >>> before = gc.get_threshold()
+    >>> with fewer_collections():
+    ...     gc.get_threshold()[0]
+    10000
+    >>> gc.get_threshold() == before
+    True
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(max(young, before[0]), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _drain(frames) -> pd.DataFrame:

@@ -26,7 +26,7 @@ unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ from ..timers import Deadlines
 from .bucket import NONE, Bucket
 from .columns import group_frame, plain_key, read_group
 from .host import StreamingHost, check_snapshot_size
-from .packed import PackedHost, _drain, split_by_key
+from .packed import PackedHost, _drain, key_runs
 
 TIMEOUT = "ProcessingTimeTimeout"
 
@@ -86,12 +86,10 @@ class TwoClockPackedHost(PackedHost):
         frame = group_frame(frames) if not state.hasTimedOut else _drain(frames)
         watermark_ms = state.getCurrentWatermarkMs()
         processing_ms = state.getCurrentProcessingTimeMs()
-        runs: Dict[Any, Tuple[Tuple, Sequence, Optional[list], Optional[list]]] = {}
-        for run in split_by_key(frame, self.key_names, self.layout):
-            runs[run[0][0] if self.single else run[0]] = run
+        runs = key_runs(frame, self.key_names, self.layout)
         woken = [key for key in due_keys(bucket, watermark_ms, processing_ms)
-                 if key not in runs]
-        if not runs and not woken:
+                 if key not in runs.positions]
+        if not runs.keys and not woken:
             if len(bucket):
                 _arm(state, _any_timer(bucket, ()), bucket_deadline(bucket), processing_ms)
             return
@@ -100,10 +98,12 @@ class TwoClockPackedHost(PackedHost):
         counts = StepMetrics()
         key_values: Tuple = ()
         timers: List[Optional[int]] = []
-        ran = sorted_keys(list(runs) + woken)
+        ran = sorted_keys(runs.keys + woken)
         for key in ran:
-            key_values, values, times, order = (runs.get(key)
-                                                or (self._key_values(key), (), no_times, None))
+            key_values = self._key_values(key)
+            position = runs.positions.get(key)
+            values, times, order = (((), no_times, None) if position is None
+                                    else runs.rows(position))
             act = self.driver.activate(key, bucket.get(key), values, watermark_ms,
                                        event_times=times, order=order,
                                        committed_timer=bucket.timer(key),
