@@ -72,9 +72,13 @@ class Bucket:
 
     def __len__(self) -> int:
         positions = self.positions()
-        added = sum(1 for k, v in self._changes.items() if v is not None and k not in positions)
-        removed = sum(1 for k, v in self._changes.items() if v is None and k in positions)
-        return len(self.keys) + added - removed
+        size = len(self.keys)
+        for key, change in self._changes.items():
+            if change is None:
+                size -= key in positions
+            elif key not in positions:
+                size += 1
+        return size
 
     def positions(self) -> Dict[Any, int]:
         if self._positions is None:

@@ -150,10 +150,15 @@ class PackedHost:
         key = None
         timed = self.timeout_conf != NO_TIMEOUT
         values: Sequence[Any]
+        bounds, all_values = runs.bounds, runs.values
+        times: Optional[list] = None
+        order: Optional[List[list]] = None
         for key in sorted_keys(runs.keys + woken):
             position = positions.get(key)
             if position is None:
                 values, times, order = (), no_times, None
+            elif flat is not None:  # no times nor order: the values only
+                values = all_values[bounds[position]:bounds[position + 1]]
             else:
                 values, times, order = runs.rows(position)
             stored, committed = bucket.entry(key)
