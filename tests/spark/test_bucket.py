@@ -62,13 +62,47 @@ def test_a_foreign_blob_is_refused():
         Bucket.decode(pickle.dumps({"k": (b"x", None, None)}))
 
 
-def test_module_example_runs():
+@pytest.mark.parametrize("name", ["bucket", "packed"])
+def test_module_examples_run(name):
     import doctest
+    import importlib
 
-    from sparkwax.engine import bucket
-
-    failures, attempted = doctest.testmod(bucket)
+    module = importlib.import_module(f"sparkwax.engine.{name}")
+    failures, attempted = doctest.testmod(module)
     assert failures == 0 and attempted > 0
+
+
+def test_fewer_collections_restores_the_thresholds_after_an_error():
+    import gc
+
+    from sparkwax.engine.packed import fewer_collections
+
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError):
+        with fewer_collections(12_345):
+            assert gc.get_threshold()[0] == 12_345
+            raise RuntimeError("a logic failed")
+    assert gc.get_threshold() == before
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(-2**63, 2**63 - 1)), max_size=200))
+def test_key_runs_are_each_keys_rows_in_arrival_order(rows):
+    import pandas as pd
+
+    from sparkwax.engine.columns import INTEGER, InputLayout
+    from sparkwax.engine.packed import key_runs
+
+    layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
+                         order_by=(), event_column=None)
+    frame = pd.DataFrame({"key": [k for k, _ in rows], "v": [v for _, v in rows]},
+                         dtype="int64")
+    runs = key_runs([frame[:len(rows) // 2], frame[len(rows) // 2:]], ["key"], layout)
+    expected = {}
+    for key, value in rows:
+        expected.setdefault(key, []).append(value)
+    assert runs.keys == list(expected)  # first appearance
+    assert {key: list(runs.rows(runs.positions[key])[0]) for key in runs.keys} == expected
 
 
 class _State:
