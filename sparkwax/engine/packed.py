@@ -25,7 +25,7 @@ from .._driver import Driver, sorted_keys
 from ..errors import ConfigError
 from ..metrics import StepMetrics
 from .bucket import Bucket
-from .columns import InputLayout, radix_argsort, read_group, stack_frames
+from .columns import InputLayout, radix_argsort, read_group, stack_frames, time_order
 from .host import NO_TIMEOUT, arm, check_snapshot_size
 from .outputs import OutputBuilder
 
@@ -64,7 +64,11 @@ def key_runs(frame, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
     key. Spark hands a bucket's rows with its keys interleaved; the keys are
     numbered by hashing (``pd.factorize``), and a stable argsort of those
     numbers (skipped when the rows already come key by key) gives each key's
-    rows in arrival order, read column by column from the needed columns only."""
+    rows in arrival order, read column by column from the needed columns only.
+    With event times (no ``order_by``, no nulls) the rows are first put in
+    event-time order (``columns.time_order``), so each key's rows come in the
+    driver's order and its sort finds nothing to do (the per-key host's
+    pre-sort, for many keys at once)."""
     if isinstance(frame, list):
         frame = stack_frames(frame, _needed(key_names, layout))
     if len(frame) == 0:
@@ -72,9 +76,12 @@ def key_runs(frame, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
     codes = _key_codes(frame, key_names)
     counts = np.bincount(codes)
     ends = np.cumsum(counts)
-    rows: Optional[np.ndarray] = None
+    rows: Optional[np.ndarray] = time_order(frame, layout)
     firsts = ends - counts
-    if len(codes) > 1 and bool((codes[1:] < codes[:-1]).any()):
+    if rows is not None:  # by key, then by event time (stable: arrival order on ties)
+        rows = rows[radix_argsort(codes[rows], len(counts))]
+        firsts = rows[firsts]
+    elif len(codes) > 1 and bool((codes[1:] < codes[:-1]).any()):
         rows = radix_argsort(codes, len(counts))
         firsts = rows[firsts]
     values, times, order = read_group(frame, layout, rows)

@@ -141,3 +141,28 @@ def test_a_foreign_bucket_state_is_a_config_error_naming_the_step():
     with pytest.raises(ConfigError, match="step 'counts': a bucket's state in the checkpoint "
                                           "cannot be read"):
         list(host((0,), iter([frame]), _State((old_format, 4))))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 5), st.integers(0, 2**40)),
+                max_size=200))
+def test_key_runs_with_event_times_are_each_keys_rows_in_the_drivers_order(rows):
+    """Per key: a stable sort by event time of the key's rows in arrival order
+    (what the driver does itself), so the driver's sort has nothing to do."""
+    import pandas as pd
+
+    from sparkwax.engine.columns import INTEGER, InputLayout
+    from sparkwax.engine.packed import key_runs
+
+    layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
+                         order_by=(), event_column="t")
+    frame = pd.DataFrame({"key": [k for k, _, _ in rows], "v": [v for _, _, v in rows],
+                          "t": [t for _, t, _ in rows]}, dtype="int64")
+    runs = key_runs(frame, ["key"], layout)
+    expected = {}
+    for key, time, value in rows:
+        expected.setdefault(key, []).append((time, value))
+    for key, pairs in expected.items():
+        pairs.sort(key=lambda pair: pair[0])  # stable
+        values, times, _ = runs.rows(runs.positions[key])
+        assert (list(times), list(values)) == ([t for t, _ in pairs], [v for _, v in pairs])
