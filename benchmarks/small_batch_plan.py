@@ -1,16 +1,23 @@
 """The per-batch plan work of a small micro-batch: sparkwax with and without
-its observed metrics aggregate and its describe projection, against bare.
+its observed metrics aggregate, and with the step description carried in
+other ways, against bare.
 
     python benchmarks/small_batch_plan.py [--repeat R] [variants ...]
 
-Variants (default all): ``bare``, ``sparkwax`` (as shipped), ``sw-noobs``
-(the step planned without the metrics ``observe``, the counts-only filter
-kept), ``sw-nodesc`` (without the describe projection), ``sw-none``
-(neither, nor the filter). The last three exist only here, to measure what
-those plan nodes cost: they lose features. Case 10/10/20 of
-spark_engine.py (10 keys, 20 rows per micro-batch), one session, interleaved
-queries; prints best/median trigger time and CPU and the median of Spark's
-``addBatch`` and ``queryPlanning``. Not collected by pytest.
+Variants (default all): ``bare``; ``sparkwax`` (as shipped: the description
+in the metadata of ``applyInPandasWithState``'s output type, no plan node of
+its own); ``sw-project`` (the description by a projection re-aliasing every
+output column, as before 2026-11-24's change), ``sw-project1`` (that
+projection with the description on the first column only), ``sw-merged1``
+(the drop of the metrics column and the description on the first column in
+one projection); ``sw-noobs`` (without the metrics ``observe``, the
+counts-only filter kept), ``sw-onesum`` (an ``observe`` of one sum instead
+of one per count), ``sw-none`` (no observe, no filter, no description). All
+but the first two exist only here, to measure what those plan nodes cost;
+the last three lose features. Case 10/10/20 of spark_engine.py (10 keys, 20
+rows per micro-batch), one session, interleaved queries; prints best/median
+trigger time and CPU and the median of Spark's ``addBatch`` and
+``queryPlanning``. Not collected by pytest.
 """
 
 import argparse
@@ -31,18 +38,82 @@ import sparkwax as sw  # noqa: E402
 import sparkwax.engine.plan as plan  # noqa: E402
 
 
-def _no_observe(result, step_id):
+def _counts():
     from pyspark.sql import functions as F
 
     counts = F.col(plan.METRICS_COLUMN)
     only = F.coalesce(counts[len(plan.FIELDS)], F.lit(0)) == F.lit(plan.ONLY_METRICS)
-    return result.where(~only).drop(plan.METRICS_COLUMN)
+    return counts, ~only
 
 
-PATCHES = {"bare": {}, "sparkwax": {}, "sw-noobs": {"_observed": _no_observe},
-           "sw-nodesc": {"_describe": lambda frame, description: frame},
+def _sums(result, step_id):
+    """The observe and the counts-only filter, the metrics column kept."""
+    from pyspark.sql import functions as F
+
+    counts, kept = _counts()
+    return result.observe(plan.PREFIX + step_id, *[
+        F.coalesce(F.sum(counts[index]), F.lit(0)).alias(name)
+        for index, name in enumerate(plan.FIELDS)]).where(kept)
+
+
+def _projected(describe):
+    """A ``plan._streaming_step`` with the description added by ``describe``
+    (a projection) instead of the output type's metadata."""
+    def streaming_step(grouped, function, out_schema, state_schema, timeout, step_id,
+                       description):
+        from pyspark.sql import types as T
+
+        with_metrics = T.StructType(list(out_schema.fields) + [
+            T.StructField(plan.METRICS_COLUMN, plan.metrics_type())])
+        result = grouped.applyInPandasWithState(
+            function, outputStructType=with_metrics, stateStructType=state_schema,
+            outputMode="append", timeoutConf=timeout)
+        return describe(_sums(result, step_id), description)
+    return streaming_step
+
+
+def _aliased(names, description, every):
+    from pyspark.sql import functions as F
+
+    return [F.col(f"`{n}`").alias(n, metadata={plan.STEP_METADATA: description})
+            if every or i == 0 else F.col(f"`{n}`") for i, n in enumerate(names)]
+
+
+def _project_every(frame, description):
+    frame = frame.drop(plan.METRICS_COLUMN)
+    return frame.select(*_aliased(frame.columns, description, True))
+
+
+def _project_first(frame, description):
+    frame = frame.drop(plan.METRICS_COLUMN)
+    return frame.select(*_aliased(frame.columns, description, False))
+
+
+def _merged_first(frame, description):
+    names = [n for n in frame.columns if n != plan.METRICS_COLUMN]
+    return frame.select(*_aliased(names, description, False))
+
+
+def _no_observe(result, step_id):
+    return result.where(_counts()[1]).drop(plan.METRICS_COLUMN)
+
+
+def _one_sum(result, step_id):
+    from pyspark.sql import functions as F
+
+    counts, kept = _counts()
+    return result.observe(plan.PREFIX + step_id, F.coalesce(F.sum(counts[0]), F.lit(0))
+                          .alias(plan.FIELDS[0])).where(kept).drop(plan.METRICS_COLUMN)
+
+
+PATCHES = {"bare": {}, "sparkwax": {},
+           "sw-project": {"_streaming_step": _projected(_project_every)},
+           "sw-project1": {"_streaming_step": _projected(_project_first)},
+           "sw-merged1": {"_streaming_step": _projected(_merged_first)},
+           "sw-noobs": {"_observed": _no_observe},
+           "sw-onesum": {"_observed": _one_sum},
            "sw-none": {"_observed": lambda result, step_id: result.drop(plan.METRICS_COLUMN),
-                       "_describe": lambda frame, description: frame}}
+                       "described": lambda schema, description: schema}}
 
 
 def main(argv=None) -> int:
@@ -58,7 +129,8 @@ def main(argv=None) -> int:
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     root = se.jvm_pid(spark)
     work = tempfile.mkdtemp(prefix="sparkwax-small-")
-    originals = {name: getattr(plan, name) for name in ("_observed", "_describe")}
+    originals = {name: getattr(plan, name) for name in ("_observed", "described",
+                                                         "_streaming_step")}
     queries, durations = [], {}
     try:
         files = [se.write_keys(spark, os.path.join(work, f"d{r}"), 20, 10, 10, r)
@@ -93,7 +165,21 @@ def main(argv=None) -> int:
               f"{min(query.cpu_ms):.0f} / {statistics.median(query.cpu_ms):.0f} ms, "
               f"median addBatch {medians['addBatch']:.0f} ms, queryPlanning "
               f"{medians['queryPlanning']:.0f} ms")
+    base = next((q for q in queries if q.variant == "bare"), None)
+    if base is not None:  # paired: each round ran every query once, back to back
+        print("median per-round difference to bare (trigger / addBatch / queryPlanning):")
+        for query in queries:
+            if query is not base:
+                print(f"  {query.variant:<11} " + " / ".join(
+                    f"{statistics.median(_differences(query, base, k, durations)):+.1f}"
+                    for k in ("triggerExecution", "addBatch", "queryPlanning")) + " ms")
     return 0
+
+
+def _differences(query, base, name, durations):
+    """Per round: ``query``'s duration ``name`` minus ``base``'s."""
+    return [mine.get(name, 0) - theirs.get(name, 0)
+            for mine, theirs in zip(durations[query.variant], durations[base.variant])]
 
 
 if __name__ == "__main__":

@@ -175,13 +175,15 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
 def _streaming_step(grouped, function, out_schema: T.StructType, state_schema, timeout: str,
                     step_id: str, description: dict) -> DataFrame:
     """``applyInPandasWithState`` of a host (per key or packed): its output
-    carries the metrics column, which ``_observed`` turns into Spark's progress."""
-    with_metrics = T.StructType(list(out_schema.fields)
+    carries the metrics column, which ``_observed`` turns into Spark's
+    progress, and the step's description in the metadata of its other
+    columns (``described``: no plan node of its own)."""
+    with_metrics = T.StructType(described(out_schema, description).fields
                                 + [T.StructField(METRICS_COLUMN, metrics_type())])
     result = grouped.applyInPandasWithState(
         function, outputStructType=with_metrics, stateStructType=state_schema,
         outputMode="append", timeoutConf=timeout)
-    return _describe(_observed(result, step_id), description)
+    return _observed(result, step_id)
 
 
 def _input_counted(projected: DataFrame, step_id: str, watermarked: bool = True) -> DataFrame:
@@ -234,10 +236,20 @@ def _step_description(step_id, keys, fields, schema, time, timeout, state) -> di
     }
 
 
-def _describe(frame: DataFrame, description: dict) -> DataFrame:
-    """Carry the step's description in its output columns' metadata."""
-    return frame.select(*[F.col(f"`{name}`").alias(name, metadata={STEP_METADATA: description})
-                          for name in frame.columns])
+def described(schema: T.StructType, description: dict) -> T.StructType:
+    """``schema`` with the step's description as every field's metadata
+    (``start.step_descriptions`` reads it back): given to
+    ``applyInPandasWithState`` as its output type, the step's output
+    attributes carry it with no projection (which cost ~5 ms of every
+    micro-batch's planning and execution, see docs/performance.md).
+
+    >>> field = described(T.StructType([T.StructField("n", T.LongType())]), {"step_id": "s"})[0]
+    >>> field.name, field.metadata
+    ('n', {'sparkwax.step': {'step_id': 's'}})
+    """
+    metadata = {STEP_METADATA: description}
+    return T.StructType([T.StructField(f.name, f.dataType, f.nullable, metadata)
+                         for f in schema.fields])
 
 
 def _as_function(host, spark):
