@@ -197,6 +197,29 @@ def test_start_refuses_a_changed_output_schema(spark, tmp_path):
            "'total bigint, version bigint, extra string'" in message
 
 
+@pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 3)])
+def test_the_step_description_reaches_start_through_downstream_columns(spark, tmp_path,
+                                                                        host, buckets):
+    """The description rides in the metadata of the step's output attributes
+    (``plan.described``): ``sw.start`` finds it through a select of one
+    output column, an alias, a new column and a union after the step."""
+    from pyspark.sql import functions as F
+
+    from sparkwax.engine.start import step_descriptions
+
+    (tmp_path / "in").mkdir()
+    stream = spark.readStream.schema("key string, value long").json(str(tmp_path / "in"))
+    out = sw.stateful(stream, key="key", builder=SumV1, value="value", host=host,
+                      buckets=buckets, output_schema="total long, version long", step_id="sum")
+    [step] = step_descriptions(out)
+    assert (step["step_id"], step["output"]) == ("sum", "total bigint, version bigint")
+    assert step["state"] == ("per_key/1" if buckets is None else "packed/1 buckets=3")
+    assert out.columns == ["key", "total", "version"]  # the metrics column is dropped
+    for frame in (out.select("version"), out.select(F.col("total").alias("t")),
+                  out.withColumn("twice", F.col("total") * 2), out.unionByName(out)):
+        assert step_descriptions(frame) == [step]
+
+
 def test_a_restart_with_a_changed_watermark_delay_resumes(spark, tmp_path):
     """Spark allows a new delay; sw.start too (docs/guide.md, "Restarting with
     changes"): the state carries on and the record takes the new delay."""
