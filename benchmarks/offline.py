@@ -1,6 +1,6 @@
 """Offline runner throughput vs a bare Python loop (DESIGN.md section 6).
 
-    python benchmarks/offline.py [--items N] [--repeat R] [--batches B]
+    python benchmarks/offline.py [--items N] [--repeat R] [--batches B] [--gc-young N]
 
 For each key count the same items (random int keys, fixed seed) go through
 
@@ -23,7 +23,10 @@ time of this process and as wall time (each clock's best); items/s and the
 ratio = runner time / plain-loop time are on the ``--clock`` (default CPU:
 the machine is shared and noisy), the other clock's ratio beside it. Goal
 (issue 24): worst ratio <= 3, metrics included (the runner sums
-``StepMetrics`` per micro-batch as it always does). Not collected by pytest.
+``StepMetrics`` per micro-batch as it always does). ``--gc-young N`` runs
+everything with CPython's young generation collected every N allocations
+(default: Python's own, 700): how much of each side is cyclic GC. Not
+collected by pytest.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sparkwax.testing import Batch  # noqa: E402
 from sparkwax.testing.reference import Counter  # noqa: E402
 from sparkwax.testing.runner import Runner  # noqa: E402
 
@@ -113,12 +115,16 @@ def main(argv=None) -> int:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
                         help="the clock of items/s and of the worst ratio: cpu (default; "
                              "process time, robust on a shared, noisy machine) or wall")
+    parser.add_argument("--gc-young", type=int, default=None, metavar="N",
+                        help="collect the young generation every N allocations (both sides)")
     args = parser.parse_args(argv)
     other = "wall" if args.clock == "cpu" else "cpu"
+    if args.gc_young is not None:
+        gc.set_threshold(args.gc_young, *gc.get_threshold()[1:])
 
     print(f"offline runner vs plain loop: {args.items:,} items, Counter logic, "
           f"best of {args.repeat}, items/s and ratio on {args.clock} time, "
-          f"python {sys.version.split()[0]}")
+          f"python {sys.version.split()[0]}, gc thresholds {gc.get_threshold()}")
     header = (f"{'keys':>8} {'batches':>7} {'restore':>9} {'runner items/s':>15} "
               f"{'plain items/s':>14} {'ratio':>6} {other + ' ratio':>10} "
               f"{'runner cpu s':>12} {'runner wall s':>13} {'activations':>11}")

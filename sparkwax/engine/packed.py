@@ -269,8 +269,9 @@ def fewer_collections(young: int = 10_000) -> Iterator[None]:
     every ``young`` allocations instead of 700: a bucket allocates a few
     containers per key that all live until its commit, and at 100k keys per
     batch the collections that rescan them cost ~15% of the host's Python
-    time (``benchmarks/host_sim.py --variants sw-packed``). Cycles are still
-    collected, less often; the thresholds are restored after the bucket.
+    time (measured in process on the buckets of ``benchmarks/host_sim.py``'s
+    ``sw-packed``). Cycles are still collected, less often; the thresholds
+    are restored after the bucket.
 
     >>> import gc
     >>> before = gc.get_threshold()
