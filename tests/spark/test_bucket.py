@@ -62,7 +62,7 @@ def test_a_foreign_blob_is_refused():
         Bucket.decode(pickle.dumps({"k": (b"x", None, None)}))
 
 
-@pytest.mark.parametrize("name", ["bucket", "packed"])
+@pytest.mark.parametrize("name", ["bucket", "packed", "plan"])
 def test_module_examples_run(name):
     import doctest
     import importlib
