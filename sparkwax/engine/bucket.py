@@ -87,22 +87,11 @@ class Bucket:
 
     def get(self, key) -> Optional[bytes]:
         """The key's stored blob, or None."""
-        if key in self._changes:
-            change = self._changes[key]
-            return None if change is None else change[0]
-        position = self.positions().get(key)
-        if position is None:
-            return None
-        start = int(self.ends[position - 1]) if position else 0
-        return self.buffer[start:int(self.ends[position])]
+        return self.entry(key)[0]
 
     def timer(self, key) -> Optional[int]:
         """The timer committed with the key's blob (None: none, or no key)."""
-        if key in self._changes:
-            change = self._changes[key]
-            return None if change is None else change[1]
-        position = self.positions().get(key)
-        return None if position is None else _plain(int(self.timers[position]))
+        return self.entry(key)[1]
 
     def entry(self, key) -> Tuple[Optional[bytes], Optional[int]]:
         """``(get(key), timer(key))`` in one lookup (the packed host's per-key
@@ -114,7 +103,7 @@ class Bucket:
         if position is None:
             return None, None
         ends, timers = self._as_lists()
-        timer = timers[position]
+        timer = timers[position]  # _plain, inline: once per key run
         return (self.buffer[ends[position - 1] if position else 0:ends[position]],
                 None if timer == NONE else timer)
 
@@ -180,7 +169,7 @@ class Bucket:
             elif change is None:
                 removed.append(position)
             else:
-                blob, timer, armed_ms = change
+                blob, timer, armed_ms = change  # _stored, inline: once per key run (dense: all)
                 replaced[position] = blob
                 lengths[position] = len(blob)
                 timers[position] = NONE if timer is None else timer

@@ -37,7 +37,7 @@ from ..timers import Deadlines
 from .bucket import NONE, Bucket
 from .columns import group_frame, plain_key, read_group
 from .host import StreamingHost, check_snapshot_size
-from .packed import PackedHost, _drain, key_runs
+from .packed import PackedHost, _drain, fewer_collections, key_runs
 
 TIMEOUT = "ProcessingTimeTimeout"
 
@@ -99,25 +99,28 @@ class TwoClockPackedHost(PackedHost):
         key_values: Tuple = ()
         timers: List[Optional[int]] = []
         ran = sorted_keys(runs.keys + woken)
-        for key in ran:
-            key_values = self._key_values(key)
-            position = runs.positions.get(key)
-            values, times, order = (((), no_times, None) if position is None
-                                    else runs.rows(position))
-            act = self.driver.activate(key, bucket.get(key), values, watermark_ms,
-                                       event_times=times, order=order,
-                                       committed_timer=bucket.timer(key),
-                                       processing_ms=processing_ms)
-            if act.state is None:
-                bucket.remove(key)
-            else:
-                bucket.put(key, act.state, act.timer, act.deadline)
-                timers.append(act.timer)
-            if act.emits:
-                emitted.append((key, key_values, act.emits))
-            counts += act.metrics()
-        any_timer = any(t is not None for t in timers) or _any_timer(bucket, ran) is not None
-        self._commit_two_clocks(state, bucket, any_timer, processing_ms)
+        with fewer_collections():  # as PackedHost: many keys' containers live to the commit
+            for key in ran:
+                key_values = self._key_values(key)
+                position = runs.positions.get(key)
+                values, times, order = (((), no_times, None) if position is None
+                                        else runs.rows(position))
+                stored, committed = bucket.entry(key)
+                act = self.driver.activate(key, stored, values, watermark_ms,
+                                           event_times=times, order=order,
+                                           committed_timer=committed,
+                                           processing_ms=processing_ms)
+                if act.state is None:
+                    bucket.remove(key)
+                else:
+                    bucket.put(key, act.state, act.timer, act.deadline)
+                    timers.append(act.timer)
+                if act.emits:
+                    emitted.append((key, key_values, act.emits))
+                counts += act.metrics()
+            any_timer = (any(t is not None for t in timers)
+                         or _any_timer(bucket, ran) is not None)
+            self._commit_two_clocks(state, bucket, any_timer, processing_ms)
         if emitted:
             yield self.outputs.frame_of(emitted, counts)
         elif key_values and self.outputs.metrics:
