@@ -18,7 +18,8 @@ For each key count the same items (random int keys, fixed seed) go through
   ``finish()`` (the snapshots of every key), as ``run()`` does.
 
 The logic is ``sparkwax.testing.reference.Counter`` (running count per key,
-one emit per item). Each time is the best of R runs, measured both as CPU
+one emit per item). Each time is the best of R runs, the three sides run in
+interleaved rounds (plain loop, always, on_crash, then again), measured both as CPU
 time of this process and as wall time (each clock's best); items/s and the
 ratio = runner time / plain-loop time are on the ``--clock`` (default CPU:
 the machine is shared and noisy), the other clock's ratio beside it. Goal
@@ -84,18 +85,21 @@ def run_runner(chunks, restore: str, builder=Counter):
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
-def best_of(repeat: int, fn, *args):
-    """``({clock: best seconds}, result)``: CPU and wall time of each run."""
-    best = dict.fromkeys(CLOCKS, float("inf"))
-    result = None
+def best_of(repeat: int, sides):
+    """``{side: ({clock: best seconds}, result)}`` of ``sides``, ``{side:
+    (fn, args)}``, run in interleaved rounds (each side once per round, in
+    turn), so drifting load on a shared machine hits every side alike."""
+    best = {side: dict.fromkeys(CLOCKS, float("inf")) for side in sides}
+    results = dict.fromkeys(sides)
     for _ in range(repeat):
-        result = None
-        gc.collect()
-        start = {name: clock() for name, clock in CLOCKS.items()}
-        result = fn(*args)
-        for name, clock in CLOCKS.items():
-            best[name] = min(best[name], clock() - start[name])
-    return best, result
+        for side, (fn, args) in sides.items():
+            results[side] = None
+            gc.collect()
+            start = {name: clock() for name, clock in CLOCKS.items()}
+            results[side] = fn(*args)
+            for name, clock in CLOCKS.items():
+                best[side][name] = min(best[side][name], clock() - start[name])
+    return {side: (best[side], results[side]) for side in sides}
 
 
 def per_key(outputs):
@@ -111,7 +115,7 @@ def main(argv=None) -> int:
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, nargs="*", default=[10, 10_000, 100_000])
     parser.add_argument("--batches", type=int, default=10, help="micro-batches (default 10)")
-    parser.add_argument("--repeat", type=int, default=3, help="best of R (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="best of R rounds (default 5)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
                         help="the clock of items/s and of the worst ratio: cpu (default; "
                              "process time, robust on a shared, noisy machine) or wall")
@@ -135,11 +139,14 @@ def main(argv=None) -> int:
         items = make_items(args.items, keys)
         for batches in (args.batches, 1):
             chunks = split(items, batches)
-            bare_s, bare_out = best_of(args.repeat, bare_loop, chunks)
+            timed = best_of(args.repeat, {"plain": (bare_loop, (chunks,)),
+                                          "always": (run_runner, (chunks, "always")),
+                                          "on_crash": (run_runner, (chunks, "on_crash"))})
+            bare_s, bare_out = timed.pop("plain")
             expected = per_key(bare_out)
             del bare_out
             for restore in ("always", "on_crash"):
-                run_s, result = best_of(args.repeat, run_runner, chunks, restore)
+                run_s, result = timed.pop(restore)
                 assert per_key(result.outputs) == expected, "runner and plain loop disagree"
                 assert result.metrics.rows_in == result.metrics.emits == args.items
                 ratio = run_s[args.clock] / bare_s[args.clock]

@@ -14,8 +14,6 @@ keys.
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -24,6 +22,7 @@ import pandas as pd
 from .._driver import Driver, sorted_keys
 from ..errors import ConfigError
 from ..metrics import StepMetrics
+from ..young_gc import fewer_collections
 from .bucket import Bucket
 from .columns import InputLayout, radix_argsort, read_group, stack_frames, time_order
 from .host import NO_TIMEOUT, arm, check_snapshot_size
@@ -261,32 +260,6 @@ class PackedBoundedHost:
         if not emitted:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
         return self.outputs.frame_of(emitted)
-
-
-@contextmanager
-def fewer_collections(young: int = 10_000) -> Iterator[None]:
-    """Run a bucket with CPython's cyclic GC collecting the young generation
-    every ``young`` allocations instead of 700: a bucket allocates a few
-    containers per key that all live until its commit, and at 100k keys per
-    batch the collections that rescan them cost ~15% of the host's Python
-    time (measured in process on the buckets of ``benchmarks/host_sim.py``'s
-    ``sw-packed``). Cycles are still collected, less often; the thresholds
-    are restored after the bucket.
-
-    >>> import gc
-    >>> before = gc.get_threshold()
-    >>> with fewer_collections():
-    ...     gc.get_threshold()[0]
-    10000
-    >>> gc.get_threshold() == before
-    True
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(max(young, before[0]), *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def _drain(frames) -> pd.DataFrame:

@@ -37,7 +37,8 @@ from ..timers import Deadlines
 from .bucket import NONE, Bucket
 from .columns import group_frame, plain_key, read_group
 from .host import StreamingHost, check_snapshot_size
-from .packed import PackedHost, _drain, fewer_collections, key_runs
+from ..young_gc import fewer_collections
+from .packed import PackedHost, _drain, key_runs
 
 TIMEOUT = "ProcessingTimeTimeout"
 

@@ -31,6 +31,7 @@ from ..schema import OutputSchema
 from ..step import Step
 from ..timers import (Deadlines, EventTime, TimeMode, Watermark, from_epoch_ms,
                       require_aware, timeout_fired, to_epoch_ms)
+from ..young_gc import fewer_collections
 from .script import Batch, Crash, Eof, ScriptStep, Tick
 
 RESTORE_MODES = ("always", "on_crash")
@@ -291,67 +292,68 @@ class Runner:
         # The driver's flattened activation, called positionally (no event times,
         # no order, not EOF): what activate() would call, one call less per key.
         flat = None if reads or eof else driver.flat_activation(live=not always)
-        try:
-            for key, values in runs:
-                if reads:
-                    times, order = driver.read_columns(key, values)
-                if timed:
-                    committed = timers.get(key)
-                if always:
-                    if flat is not None:
-                        act = flat(key, blobs.get(key), values, now_ms, committed)
+        with fewer_collections():  # the batch's per-key containers live to its end
+            try:
+                for key, values in runs:
+                    if reads:
+                        times, order = driver.read_columns(key, values)
+                    if timed:
+                        committed = timers.get(key)
+                    if always:
+                        if flat is not None:
+                            act = flat(key, blobs.get(key), values, now_ms, committed)
+                        else:
+                            act = driver.activate(key, blobs.get(key), values, now_ms, eof=eof,
+                                                  event_times=times, order=order,
+                                                  committed_timer=committed,
+                                                  processing_ms=processing)
                     else:
-                        act = driver.activate(key, blobs.get(key), values, now_ms, eof=eof,
-                                              event_times=times, order=order,
-                                              committed_timer=committed,
-                                              processing_ms=processing)
-                else:
-                    if flat is not None:
-                        act, logic = flat(key, live.pop(key, None),
-                                          blobs.pop(key, None) if blobs else None,
-                                          values, now_ms, committed)
-                    else:
-                        act, logic = driver.activate_live(
-                            key, live.pop(key, None), blobs.pop(key, None) if blobs else None,
-                            values, now_ms, eof=eof, event_times=times, order=order,
-                            committed_timer=committed, processing_ms=processing)
-                # One unpacking of the Activation tuple, not a field read per count.
-                (out, state, timer, _, act_late, armed, act_rows, act_fired, act_created,
-                 act_discarded, act_us, deadline, act_deadlines) = act
-                if checker is not None and out:  # before anything is committed
-                    checker.check(self.step_id, key, out)
-                if always:
-                    if state is None:
-                        blobs.pop(key, None)
-                    else:
-                        blobs[key] = state
-                elif logic is not None:
-                    live[key] = logic
-                if timer is not None and armed is not None:
-                    timers[key] = timer
-                    self.timeouts[key] = armed
-                elif timers:
-                    timers.pop(key, None)
-                    self.timeouts.pop(key, None)
-                if driver.two_clocks:  # a builder function: known from its first logic
-                    if deadline is None:
-                        deadlines.pop(key, None)
-                    else:
-                        deadlines[key] = deadline
-                    deadlines_fired += act_deadlines
-                for emit in out:  # cheaper than extend(zip(repeat(key), out)) for few emits
-                    append((key, emit))
-                count += 1
-                rows += act_rows
-                late += act_late
-                fired += act_fired
-                created += act_created
-                discarded += act_discarded
-                emits += len(out)
-                callback_us += act_us
-        finally:  # what ran before an error stays counted, as it stays in the outputs
-            self.result.late += late
-            self.result.activations += count
+                        if flat is not None:
+                            act, logic = flat(key, live.pop(key, None),
+                                              blobs.pop(key, None) if blobs else None,
+                                              values, now_ms, committed)
+                        else:
+                            act, logic = driver.activate_live(
+                                key, live.pop(key, None), blobs.pop(key, None) if blobs else None,
+                                values, now_ms, eof=eof, event_times=times, order=order,
+                                committed_timer=committed, processing_ms=processing)
+                    # One unpacking of the Activation tuple, not a field read per count.
+                    (out, state, timer, _, act_late, armed, act_rows, act_fired, act_created,
+                     act_discarded, act_us, deadline, act_deadlines) = act
+                    if checker is not None and out:  # before anything is committed
+                        checker.check(self.step_id, key, out)
+                    if always:
+                        if state is None:
+                            blobs.pop(key, None)
+                        else:
+                            blobs[key] = state
+                    elif logic is not None:
+                        live[key] = logic
+                    if timer is not None and armed is not None:
+                        timers[key] = timer
+                        self.timeouts[key] = armed
+                    elif timers:
+                        timers.pop(key, None)
+                        self.timeouts.pop(key, None)
+                    if driver.two_clocks:  # a builder function: known from its first logic
+                        if deadline is None:
+                            deadlines.pop(key, None)
+                        else:
+                            deadlines[key] = deadline
+                        deadlines_fired += act_deadlines
+                    for emit in out:  # cheaper than extend(zip(repeat(key), out)) for few emits
+                        append((key, emit))
+                    count += 1
+                    rows += act_rows
+                    late += act_late
+                    fired += act_fired
+                    created += act_created
+                    discarded += act_discarded
+                    emits += len(out)
+                    callback_us += act_us
+            finally:  # what ran before an error stays counted, as it stays in the outputs
+                self.result.late += late
+                self.result.activations += count
         return StepMetrics(rows, late, fired, created, discarded, emits, callback_us,
                            deadlines_fired)
 

@@ -72,19 +72,6 @@ def test_module_examples_run(name):
     assert failures == 0 and attempted > 0
 
 
-def test_fewer_collections_restores_the_thresholds_after_an_error():
-    import gc
-
-    from sparkwax.engine.packed import fewer_collections
-
-    before = gc.get_threshold()
-    with pytest.raises(RuntimeError):
-        with fewer_collections(12_345):
-            assert gc.get_threshold()[0] == 12_345
-            raise RuntimeError("a logic failed")
-    assert gc.get_threshold() == before
-
-
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(-2**63, 2**63 - 1)), max_size=200))
 def test_key_runs_are_each_keys_rows_in_arrival_order(rows):

@@ -19,11 +19,11 @@ def test_the_docstring_example_runs():
 
 def test_each_goal_is_judged_on_its_own_clock_and_limit():
     run = {
-        (10_000, 10_000, 1_000_000): {"bare": (4000, 7600), "sparkwax": (4200, 8500),
-                                      "sw-packed": (900, 1500), "groupBy.count": (250, 400),
-                                      "bare-timer": (6000, 11000),
-                                      "sparkwax-timer": (6600, 12600)},
-        (10, 10, 20): {"bare": (350, 500), "sparkwax": (380, 490)},
+        (10_000, 10_000, 1_000_000): {"bare": ([4000], [7600]), "sparkwax": ([4200], [8500]),
+                                      "sw-packed": ([900], [1500]), "groupBy.count": ([250], [400]),
+                                      "bare-timer": ([6000], [11000]),
+                                      "sparkwax-timer": ([6600], [12600])},
+        (10, 10, 20): {"bare": ([350], [500]), "sparkwax": ([380], [490])},
     }
     lines = [str(goal) for goal in check(run)]
     assert lines == [
@@ -34,14 +34,32 @@ def test_each_goal_is_judged_on_its_own_clock_and_limit():
     ]
 
 
+def test_a_goal_is_the_median_of_paired_round_ratios_not_of_best_batches():
+    # the machine is slow in round 1 (both sides) and quick for bare alone in
+    # round 0: best batches would give 1400 / 1000 = 1.40; paired per round
+    # the ratios are 1.40, 0.64, 1.08
+    run = {(100, 100, 1_000_000): {"bare": ([1000, 2500, 1300], [1000, 2500, 1300]),
+                                   "sparkwax": ([1400, 1600, 1400], [1400, 1600, 1400])}}
+    (goal,) = check(run)
+    assert round(goal.value, 2) == 1.08 and goal.met
+    uneven = {(100, 100, 1_000_000): {"bare": ([1000], [1000]),
+                                      "sparkwax": ([1100, 1100], [1100, 1100])}}
+    try:
+        check(uneven)
+    except ValueError as error:
+        assert "rounds" in str(error)
+    else:
+        raise AssertionError("uneven rounds were paired")
+
+
 def test_the_sparse_goal_compares_the_best_hosts():
     run = {
-        (1000, 1000, 100_000): {"bare": (767, 1380), "sparkwax": (880, 1630),
-                                "sw-packed": (528, 1030)},
-        (1000, 1_000_000, 100_000): {"bare": (716, 1280), "sparkwax": (712, 1270)},
+        (1000, 1000, 100_000): {"bare": ([767], [1380]), "sparkwax": ([880], [1630]),
+                                "sw-packed": ([528], [1030])},
+        (1000, 1_000_000, 100_000): {"bare": ([716], [1280]), "sparkwax": ([712], [1270])},
     }
     (goal,) = [g for g in check(run) if g.case.startswith("1,000/1,000,000")]
     assert round(goal.value, 2) == round(712 / 528, 2) and goal.met
-    slow = {**run, (1000, 1_000_000, 100_000): {"sparkwax": (1100, 2000)}}
+    slow = {**run, (1000, 1_000_000, 100_000): {"sparkwax": ([1100], [2000])}}
     (goal,) = [g for g in check(slow) if g.case.startswith("1,000/1,000,000")]
     assert not goal.met
