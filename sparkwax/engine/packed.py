@@ -67,7 +67,15 @@ def key_runs(frame, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
     With event times (no ``order_by``, no nulls) the rows are first put in
     event-time order (``columns.time_order``), so each key's rows come in the
     driver's order and its sort finds nothing to do (the per-key host's
-    pre-sort, for many keys at once)."""
+    pre-sort, for many keys at once).
+
+    >>> from sparkwax.engine.columns import INTEGER, InputLayout
+    >>> layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
+    ...                      order_by=(), event_column=None)
+    >>> runs = key_runs(pd.DataFrame({"key": [7, 3, 7], "v": [1, 2, 3]}), ["key"], layout)
+    >>> runs.keys, [list(runs.rows(p)[0]) for p in range(len(runs.keys))]
+    ([7, 3], [[1, 3], [2]])
+    """
     if isinstance(frame, list):
         frame = stack_frames(frame, _needed(key_names, layout))
     if len(frame) == 0:
