@@ -18,6 +18,9 @@ before, flipped goals between runs of the same tree):
 100/100: sw-packed / bare, CPU <= 1.00: 0.99 met
 
 A goal the run cannot judge (its variants were not run) is left out.
+``floors(results)`` gives the same paired median for the hand-written
+floors beside a goal (``bare-packed`` against ``groupBy.count``: no host on
+applyInPandasWithState costs less than it), printed under the goals.
 """
 
 from __future__ import annotations
@@ -69,6 +72,23 @@ def check(results: Dict[Tuple[int, int, int], Rounds]) -> List[Goal]:
             add("sw-packed", "groupBy.count", 2.50, 1)
     goals.extend(sparse(results))
     return goals
+
+
+def floors(results: Dict[Tuple[int, int, int], Rounds]) -> List[str]:
+    """``bare-packed / groupBy.count`` where the packed goal is judged.
+
+    >>> floors({(10_000, 10_000, 1_000_000): {"bare-packed": ([0], [1200]),
+    ...                                       "groupBy.count": ([0], [400])}})
+    ['10,000/10,000: bare-packed / groupBy.count, CPU: 3.00 (the floor of the packed goal)']
+    """
+    lines = []
+    for (touched, total, rows), rounds in results.items():
+        if touched >= MANY_KEYS and touched == total and rows > SMALL_BATCH and \
+                "bare-packed" in rounds and "groupBy.count" in rounds:
+            value = paired_median(rounds["bare-packed"][1], rounds["groupBy.count"][1])
+            lines.append(f"{touched:,}/{total:,}: bare-packed / groupBy.count, CPU: "
+                         f"{value:.2f} (the floor of the packed goal)")
+    return lines
 
 
 def paired_median(variant: Sequence[float], base: Sequence[float]) -> float:

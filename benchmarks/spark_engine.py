@@ -105,7 +105,7 @@ from sparkwax.logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic  #
 from sparkwax.timers import EPOCH  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
 
-from engine_goals import check as check_goals  # noqa: E402  (benchmarks/, the script's folder)
+from engine_goals import check as check_goals, floors  # noqa: E402  (in benchmarks/)
 from proc_cpu import tree_cpu  # noqa: E402
 
 _BASE_MTIME = 1_600_000_000
@@ -535,6 +535,9 @@ def report(results, args) -> None:
               f"median of {args.repeat} paired per-round ratios):")
         for goal in goals:
             print(f"  {goal}")
+        for line in floors({case: {v: (r.trigger_ms, r.cpu_ms) for v, r in runners.items()}
+                            for case, runners in results.items()}):
+            print(f"  {line}")
 
 
 def main(argv=None) -> int:
