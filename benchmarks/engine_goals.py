@@ -51,7 +51,7 @@ class Goal(NamedTuple):
 def check(results: Dict[Tuple[int, int, int], Rounds]) -> List[Goal]:
     goals: List[Goal] = []
     for (touched, total, rows), rounds in results.items():
-        case = f"{touched:,}/{total:,}" + (f"/{rows:,}" if rows < 1_000_000 else "")
+        case = _case(touched, total, rows)
 
         def add(variant: str, base: str, limit: float, clock: int) -> None:
             if variant in rounds and base in rounds:
@@ -74,8 +74,13 @@ def check(results: Dict[Tuple[int, int, int], Rounds]) -> List[Goal]:
     return goals
 
 
+def _case(touched: int, total: int, rows: int) -> str:
+    return f"{touched:,}/{total:,}" + (f"/{rows:,}" if rows < 1_000_000 else "")
+
+
 def floors(results: Dict[Tuple[int, int, int], Rounds]) -> List[str]:
-    """``bare-packed / groupBy.count`` where the packed goal is judged.
+    """``bare-packed / groupBy.count`` where the packed goal is judged, and
+    ``bare-again / bare`` (an A/A check) where both ran.
 
     >>> floors({(10_000, 10_000, 1_000_000): {"bare-packed": ([0], [1200]),
     ...                                       "groupBy.count": ([0], [400])}})
@@ -83,6 +88,11 @@ def floors(results: Dict[Tuple[int, int, int], Rounds]) -> List[str]:
     """
     lines = []
     for (touched, total, rows), rounds in results.items():
+        if "bare-again" in rounds and "bare" in rounds:
+            clock, name = (0, "wall") if rows <= SMALL_BATCH else (1, "CPU")
+            value = paired_median(rounds["bare-again"][clock], rounds["bare"][clock])
+            lines.append(f"{_case(touched, total, rows)}: bare-again / bare, {name}: "
+                         f"{value:.2f} (two identical queries: the noise of a ratio)")
         if touched >= MANY_KEYS and touched == total and rows > SMALL_BATCH and \
                 "bare-packed" in rounds and "groupBy.count" in rounds:
             value = paired_median(rounds["bare-packed"][1], rounds["groupBy.count"][1])

@@ -28,6 +28,8 @@ Variants (each stateful one keeps a running count per key):
 * ``bare``         hand-written applyInPandasWithState: state = one binary
                    column holding pickle.dumps(int); ``len(pdf)`` per chunk;
                    one 1-row frame out per key (the count).
+* ``bare-again``   a second query of ``bare`` (an A/A check: how far a
+                   ratio of two identical queries strays in one run).
 * ``sparkwax``     ``sw.stateful_batch(value="v")``, per-key host, a
                    StatefulBatchLogic adding ``len(values)`` and emitting the
                    count (sparkwax.testing.reference.BatchCounter).
@@ -296,9 +298,9 @@ def jvm_pid(spark):
     return getattr(proc, "pid", None)
 
 
-PER_KEY = {"bare", "sparkwax", "sw-per-item", "tws", "bare-timer", "sparkwax-timer",
+PER_KEY = {"bare", "bare-again", "sparkwax", "sw-per-item", "tws", "bare-timer", "sparkwax-timer",
            "tws-timer"}
-VARIANTS = ["bare", "sparkwax", "sw-packed", "sw-per-item", "sw-packed-per-item",
+VARIANTS = ["bare", "bare-again", "sparkwax", "sw-packed", "sw-per-item", "sw-packed-per-item",
             "bare-packed", "groupBy.count", "tws", "bare-timer", "sparkwax-timer",
             "sw-packed-timer", "tws-timer", "bytewax"]
 DEFAULT_VARIANTS = ["bare", "sparkwax", "sw-packed", "bare-packed", "groupBy.count", "tws",
@@ -329,7 +331,7 @@ def build(spark, variant: str, source: str):
     timer = variant.endswith("-timer")
     schema = "key long, v long, t long, ts timestamp" if timer else "key long, v long"
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(source)
-    if variant == "bare":
+    if variant in ("bare", "bare-again"):
         return stream.groupBy("key").applyInPandasWithState(
             padded_bare(PaddedCounter.pad) if PaddedCounter.pad else bare_count,
             outputStructType="key long, count long", stateStructType="s binary",

@@ -9,7 +9,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 
 import engine_goals  # noqa: E402
-from engine_goals import check  # noqa: E402
+from engine_goals import check, floors  # noqa: E402
 
 
 def test_the_docstring_example_runs():
@@ -63,3 +63,11 @@ def test_the_sparse_goal_compares_the_best_hosts():
     slow = {**run, (1000, 1_000_000, 100_000): {"sparkwax": ([1100], [2000])}}
     (goal,) = [g for g in check(slow) if g.case.startswith("1,000/1,000,000")]
     assert not goal.met
+
+
+def test_an_a_a_pair_is_reported_as_the_noise_of_a_ratio():
+    run = {(100, 100, 1_000_000): {"bare": ([1, 1, 1], [1000, 1200, 1000]),
+                                   "bare-again": ([1, 1, 1], [1100, 1000, 1050])}}
+    assert floors(run) == ["100/100: bare-again / bare, CPU: 1.05 (two identical queries: "
+                           "the noise of a ratio)"]
+    assert check(run) == []  # not a goal
