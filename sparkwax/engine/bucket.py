@@ -12,10 +12,22 @@ own: rewriting the bucket copies their bytes (one memcpy per run of untouched
 keys), so a batch costs ``O(keys touched)`` Python work plus ``O(bucket size)``
 copying and the pickle of the key list.
 
+That pickle is then compressed with zstd (pyarrow's codec) when that makes
+it smaller: the state value travels from the JVM to the Python worker
+through Spark's row pickler, which costs far more per byte than zstd (at
+100k keys it was 7% of the JVM's CPU per micro-batch, against 4.6% for
+the hand-written bucket of ``benchmarks/spark_engine.py``), and the state
+store writes the smaller value to the checkpoint. A compressed value is
+``MAGIC``, the pickle's size (8 bytes, little-endian) and the zstd frame; a
+value without ``MAGIC`` is the plain pickle (written before compression, or
+incompressible), and both decode.
+
 >>> bucket = Bucket.empty()
 >>> bucket.put("a", b"xx", 10, 9)
 >>> bucket.put("b", b"y", None, None)
 >>> blob, earliest = bucket.encode()
+>>> blob.startswith(MAGIC)  # too small to gain from compression
+False
 >>> again = Bucket.decode(blob)
 >>> again.get("a"), again.get("b"), again.get("c"), earliest
 (b'xx', b'y', None, 9)
@@ -25,6 +37,12 @@ copying and the pickle of the key list.
 ['a']
 >>> again.remove("a"); len(again)
 1
+>>> many = Bucket.empty()
+>>> for key in range(1000):
+...     many.put(key, b"SWX\x01P" + bytes([key % 7]) * 8, None, None)
+>>> blob, _ = many.encode()
+>>> blob.startswith(MAGIC), len(blob) < len(_decompressed(blob)) // 3, len(Bucket.decode(blob))
+(True, True, 1000)
 """
 
 from __future__ import annotations
@@ -33,10 +51,15 @@ import pickle
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
+import pyarrow as pa
 
 from ..timers import timeout_fired
 
 FORMAT = "swb1"
+MAGIC = b"SWZ1"  # a zstd-compressed bucket pickle follows (then its size, then the frame)
+_CODEC = "zstd"
+_SIZE = 8
+_COMPRESS_FROM = 512  # bytes of pickle: under this, compression gains too little
 NONE = np.iinfo(np.int64).min  # "no timer" in the timer columns
 _REMOVED = None
 
@@ -63,7 +86,7 @@ class Bucket:
 
     @classmethod
     def decode(cls, blob: bytes) -> "Bucket":
-        stored = pickle.loads(blob)
+        stored = pickle.loads(_decompressed(blob))
         if type(stored) is not tuple or not stored or stored[0] != FORMAT:
             raise ValueError("not a sparkwax bucket state (format 'swb1')")
         _, keys, buffer, ends, timers, armed = stored
@@ -140,7 +163,7 @@ class Bucket:
         compact = ends.astype(np.uint32) if len(buffer) < 2 ** 32 else ends
         blob = pickle.dumps((FORMAT, keys, buffer, compact, _compact(timers), _compact(armed)),
                             protocol=5)
-        return blob, earliest
+        return _compressed(blob), earliest
 
     def _merged(self) -> Tuple[List[Any], bytes, np.ndarray, np.ndarray, np.ndarray]:
         """The stored columns with the changes applied: replaced blobs in
@@ -191,6 +214,36 @@ class Bucket:
             armed = [armed[i] for i in kept]
         return (keys, b"".join(pieces), np.cumsum(np.array(lengths, dtype=np.int64)),
                 np.array(timers, dtype=np.int64), np.array(armed, dtype=np.int64))
+
+
+def _compressed(blob: bytes) -> bytes:
+    """``blob`` as stored: compressed when that makes it smaller."""
+    if len(blob) < _COMPRESS_FROM or not pa.Codec.is_available(_CODEC):
+        return blob
+    frame = pa.compress(blob, codec=_CODEC, asbytes=True)
+    if len(frame) + len(MAGIC) + _SIZE >= len(blob):
+        return blob  # incompressible (random snapshots): kept as it is
+    return b"".join((MAGIC, len(blob).to_bytes(_SIZE, "little"), frame))
+
+
+def pickled_size(blob: bytes) -> int:
+    """The size of the bucket pickle a stored value holds (read from its
+    header when compressed): what the state-row limit is held to.
+
+    >>> pickled_size(b"plain pickle"), pickled_size(MAGIC + (700).to_bytes(8, "little"))
+    (12, 700)
+    """
+    if not blob.startswith(MAGIC):
+        return len(blob)
+    return int.from_bytes(blob[len(MAGIC):len(MAGIC) + _SIZE], "little")
+
+
+def _decompressed(blob: bytes) -> bytes:
+    """The bucket pickle of a stored value (compressed or not)."""
+    if not blob.startswith(MAGIC):
+        return blob
+    return pa.decompress(memoryview(blob)[len(MAGIC) + _SIZE:],
+                         decompressed_size=pickled_size(blob), codec=_CODEC, asbytes=True)
 
 
 def _compact(column: np.ndarray) -> Optional[np.ndarray]:

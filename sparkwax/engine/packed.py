@@ -23,7 +23,7 @@ from .._driver import Driver, sorted_keys
 from ..errors import ConfigError
 from ..metrics import StepMetrics
 from ..young_gc import fewer_collections
-from .bucket import Bucket
+from .bucket import Bucket, pickled_size
 from .columns import InputLayout, radix_argsort, read_group, stack_frames, time_order
 from .host import NO_TIMEOUT, arm, check_snapshot_size
 from .outputs import OutputBuilder
@@ -233,10 +233,13 @@ class PackedHost:
             state.remove()
             return False, None
         blob, earliest = bucket.encode()
-        if self.max_snapshot_bytes is not None and len(blob) > self.max_snapshot_bytes:
+        # the limit holds for the bucket's pickle, not its compressed value: a
+        # snapshot over it fails on this host as it does on the per-key one
+        encoded = pickled_size(blob)
+        if self.max_snapshot_bytes is not None and encoded > self.max_snapshot_bytes:
             key, size = max(((k, len(b)) for k, b, _, _ in Bucket.decode(blob).entries()),
                             key=lambda entry: entry[1])
-            check_snapshot_size(self.driver.step_id, key, len(blob), self.max_snapshot_bytes,
+            check_snapshot_size(self.driver.step_id, key, encoded, self.max_snapshot_bytes,
                                 f"the bucket holding this key (its snapshot {size:,} bytes, "
                                 f"{len(bucket)} keys in all)")
         state.update((blob, self.buckets))

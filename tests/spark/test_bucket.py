@@ -44,6 +44,73 @@ def test_bucket_round_trips_like_a_dict(batches, now_ms):
         repr(k) for k, (_, _, a) in model.items() if a is not None and a < now_ms)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(KEYS, st.tuples(st.binary(max_size=30), TIMES, TIMES), max_size=60))
+def test_every_bucket_round_trips_compressed_as_well(model):
+    import sparkwax.engine.bucket as bucket_module
+
+    before = bucket_module._COMPRESS_FROM
+    bucket_module._COMPRESS_FROM = 0  # compress whatever the size, where it gains
+    try:
+        bucket = Bucket.empty()
+        for key, (blob, timer, armed) in model.items():
+            bucket.put(key, blob, timer, armed)
+        stored, _ = bucket.encode()
+        assert {k: (b, t, a) for k, b, t, a in Bucket.decode(stored).entries()} == model
+    finally:
+        bucket_module._COMPRESS_FROM = before
+
+
+def _counter_bucket(keys):
+    bucket = Bucket.empty()
+    for key in range(keys):  # what a running count's snapshots look like: similar bytes
+        bucket.put(key, b"SWX\x01P" + pickle.dumps(key % 1000, protocol=5), None, None)
+    return bucket
+
+
+def test_a_large_bucket_is_stored_compressed_and_smaller():
+    from sparkwax.engine.bucket import MAGIC, _decompressed
+
+    stored, _ = _counter_bucket(5000).encode()
+    assert stored.startswith(MAGIC)
+    assert len(stored) * 2 < len(_decompressed(stored))
+    assert [k for k, _, _, _ in Bucket.decode(stored).entries()] == list(range(5000))
+
+
+def test_incompressible_snapshots_are_stored_as_the_plain_pickle():
+    import os
+
+    from sparkwax.engine.bucket import MAGIC
+
+    bucket = Bucket.empty()
+    for key in range(200):
+        bucket.put(key, os.urandom(1000), None, None)
+    stored, _ = bucket.encode()
+    assert not stored.startswith(MAGIC) and pickle.loads(stored)[0] == "swb1"
+    assert len(Bucket.decode(stored)) == 200
+
+
+def test_a_bucket_written_before_compression_still_decodes():
+    import numpy as np
+
+    # the stored value of sparkwax before zstd: the plain protocol-5 pickle
+    old = pickle.dumps(("swb1", ["a", "b"], b"xxy", np.array([2, 3], dtype=np.uint32),
+                        np.array([10, np.iinfo(np.int64).min]), None), protocol=5)
+    bucket = Bucket.decode(old)
+    assert list(bucket.entries()) == [("a", b"xx", 10, None), ("b", b"y", None, None)]
+    again = Bucket.decode(_counter_bucket(3000).encode()[0])  # a new value beside it
+    assert len(again) == 3000
+
+
+def test_a_damaged_compressed_bucket_is_refused():
+    from sparkwax.engine.bucket import MAGIC
+
+    stored, _ = _counter_bucket(5000).encode()
+    assert stored.startswith(MAGIC)
+    with pytest.raises(Exception):
+        Bucket.decode(stored[:len(stored) // 2])
+
+
 def test_untouched_bucket_encodes_the_same_columns():
     bucket = Bucket.empty()
     for i in range(5):
