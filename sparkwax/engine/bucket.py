@@ -14,10 +14,10 @@ copying and the pickle of the key list.
 
 That pickle is then compressed with zstd (pyarrow's codec) when that makes
 it smaller: the state value travels from the JVM to the Python worker
-through Spark's row pickler, which costs far more per byte than zstd (at
-100k keys it was 7% of the JVM's CPU per micro-batch, against 4.6% for
-the hand-written bucket of ``benchmarks/spark_engine.py``), and the state
-store writes the smaller value to the checkpoint. A compressed value is
+through Spark's row pickler, which costs far more per byte than zstd, and
+the state store keeps it in the JVM's heap and writes it to the checkpoint
+(a bucket of counters: 3.3x smaller; the pickler's share of the JVM's CPU at
+100k keys went from 10.3% to 9.5%, see docs/performance.md). A compressed value is
 ``MAGIC``, the pickle's size (8 bytes, little-endian) and the zstd frame; a
 value without ``MAGIC`` is the plain pickle (written before compression, or
 incompressible), and both decode.

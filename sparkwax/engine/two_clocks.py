@@ -34,10 +34,10 @@ import pandas as pd
 from .._driver import sorted_keys
 from ..metrics import StepMetrics
 from ..timers import Deadlines
+from ..young_gc import fewer_collections
 from .bucket import NONE, Bucket
 from .columns import group_frame, plain_key, read_group
 from .host import StreamingHost, check_snapshot_size
-from ..young_gc import fewer_collections
 from .packed import PackedHost, _drain, key_runs
 
 TIMEOUT = "ProcessingTimeTimeout"
