@@ -28,7 +28,8 @@ from __future__ import annotations
 import statistics
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
-Rounds = Dict[str, Tuple[Sequence[float], Sequence[float]]]  # variant -> (wall ms, CPU ms) per round
+# variant -> (wall ms per round, CPU ms per round)
+Rounds = Dict[str, Tuple[Sequence[float], Sequence[float]]]
 SMALL_BATCH = 100      # rows per batch at or under which the per-batch overhead goal applies
 MANY_KEYS = 10_000     # keys touched at or over which packed is held to groupBy().count()
 
