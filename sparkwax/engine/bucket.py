@@ -60,6 +60,7 @@ MAGIC = b"SWZ1"  # a zstd-compressed bucket pickle follows (then its size, then 
 _CODEC = "zstd"
 _SIZE = 8
 _COMPRESS_FROM = 512  # bytes of pickle: under this, compression gains too little
+_LARGEST = 2 ** 31  # a Spark binary value (a Java byte array) holds less
 NONE = np.iinfo(np.int64).min  # "no timer" in the timer columns
 _REMOVED = None
 
@@ -239,11 +240,18 @@ def pickled_size(blob: bytes) -> int:
 
 
 def _decompressed(blob: bytes) -> bytes:
-    """The bucket pickle of a stored value (compressed or not)."""
+    """The bucket pickle of a stored value (compressed or not); a damaged
+    compressed value is a ValueError (the packed host names the step)."""
     if not blob.startswith(MAGIC):
         return blob
-    return pa.decompress(memoryview(blob)[len(MAGIC) + _SIZE:],
-                         decompressed_size=pickled_size(blob), codec=_CODEC, asbytes=True)
+    size = pickled_size(blob)
+    if size > _LARGEST:  # a damaged header: no state row holds that much
+        raise ValueError(f"a compressed sparkwax bucket state claims {size:,} bytes")
+    try:
+        return pa.decompress(memoryview(blob)[len(MAGIC) + _SIZE:], decompressed_size=size,
+                             codec=_CODEC, asbytes=True)
+    except (OSError, pa.ArrowException) as error:
+        raise ValueError(f"a damaged compressed sparkwax bucket state ({error})") from None
 
 
 def _compact(column: np.ndarray) -> Optional[np.ndarray]:

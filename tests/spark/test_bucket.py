@@ -107,8 +107,11 @@ def test_a_damaged_compressed_bucket_is_refused():
 
     stored, _ = _counter_bucket(5000).encode()
     assert stored.startswith(MAGIC)
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="damaged compressed"):
         Bucket.decode(stored[:len(stored) // 2])
+    huge = MAGIC + (2 ** 40).to_bytes(8, "little") + stored[12:]
+    with pytest.raises(ValueError, match="claims 1,099,511,627,776 bytes"):
+        Bucket.decode(huge)
 
 
 def test_untouched_bucket_encodes_the_same_columns():

@@ -42,6 +42,12 @@ def test_a_goal_is_the_median_of_paired_round_ratios_not_of_best_batches():
                                    "sparkwax": ([1400, 1600, 1400], [1400, 1600, 1400])}}
     (goal,) = check(run)
     assert round(goal.value, 2) == 1.08 and goal.met
+    # a variant slow in the round its base was slow too: paired 1.5, 1.1, 1.0
+    # (median 1.10); a ratio of the two medians would read 150 / 100 = 1.50
+    drift = {(100, 100, 1_000_000): {"bare": ([100, 100, 400], [100, 100, 400]),
+                                     "sparkwax": ([150, 110, 400], [150, 110, 400])}}
+    (goal,) = check(drift)
+    assert round(goal.value, 2) == 1.10 and goal.met
     uneven = {(100, 100, 1_000_000): {"bare": ([1000], [1000]),
                                       "sparkwax": ([1100, 1100], [1100, 1100])}}
     try:
