@@ -59,6 +59,8 @@ FORMAT = "swb1"
 MAGIC = b"SWZ1"  # a zstd-compressed bucket pickle follows (then its size, then the frame)
 _CODEC = "zstd"
 _SIZE = 8
+_HEADER = len(MAGIC) + _SIZE
+_ZSTD = pa.Codec.is_available(_CODEC)  # pyarrow's wheels have it; else values stay plain
 _COMPRESS_FROM = 512  # bytes of pickle: under this, compression gains too little
 _LARGEST = 2 ** 31  # a Spark binary value (a Java byte array) holds less
 NONE = np.iinfo(np.int64).min  # "no timer" in the timer columns
@@ -219,10 +221,10 @@ class Bucket:
 
 def _compressed(blob: bytes) -> bytes:
     """``blob`` as stored: compressed when that makes it smaller."""
-    if len(blob) < _COMPRESS_FROM or not pa.Codec.is_available(_CODEC):
+    if len(blob) < _COMPRESS_FROM or not _ZSTD:
         return blob
     frame = pa.compress(blob, codec=_CODEC, asbytes=True)
-    if len(frame) + len(MAGIC) + _SIZE >= len(blob):
+    if len(frame) + _HEADER >= len(blob):
         return blob  # incompressible (random snapshots): kept as it is
     return b"".join((MAGIC, len(blob).to_bytes(_SIZE, "little"), frame))
 
@@ -236,7 +238,7 @@ def pickled_size(blob: bytes) -> int:
     """
     if not blob.startswith(MAGIC):
         return len(blob)
-    return int.from_bytes(blob[len(MAGIC):len(MAGIC) + _SIZE], "little")
+    return int.from_bytes(blob[len(MAGIC):_HEADER], "little")
 
 
 def _decompressed(blob: bytes) -> bytes:
@@ -248,7 +250,7 @@ def _decompressed(blob: bytes) -> bytes:
     if size > _LARGEST:  # a damaged header: no state row holds that much
         raise ValueError(f"a compressed sparkwax bucket state claims {size:,} bytes")
     try:
-        return pa.decompress(memoryview(blob)[len(MAGIC) + _SIZE:], decompressed_size=size,
+        return pa.decompress(memoryview(blob)[_HEADER:], decompressed_size=size,
                              codec=_CODEC, asbytes=True)
     except (OSError, pa.ArrowException) as error:
         raise ValueError(f"a damaged compressed sparkwax bucket state ({error})") from None
