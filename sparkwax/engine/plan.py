@@ -136,8 +136,10 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     if df.isStreaming and isinstance(time, EventTime) and step.sides is None:
         # (a connected step put one on each input already)
         projected = projected.withWatermark(time.column, time.spark_delay)
+    blanked = time.column if df.isStreaming and event and time.column not in keys else None
+    if blanked is not None:
+        projected = _never_late(projected, time)
     timeout = time.spark_timeout if step.uses_timers() else NO_TIMEOUT
-    watermarked = event or step.sides is not None
     if two_clocks:
         timeout = two_clock_hosts.TIMEOUT
         state_format += " two-clock"
@@ -152,7 +154,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         packed = two_clock_hosts.TwoClockPackedHost if two_clocks else PackedHost
         function = packed(driver, layout, outputs, timeout, keys, buckets,
                           max_snapshot_bytes(spark))
-        grouped = _input_counted(projected, step_id, watermarked).select("*", bucket) \
+        grouped = _input_counted(projected, step_id, timeout, blanked).select("*", bucket) \
             .groupBy(BUCKET_COLUMN)
         return _streaming_step(grouped, _as_function(function, spark), out_schema,
                                PACKED_STATE_SCHEMA, timeout, step_id, _step_description(
@@ -164,7 +166,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
                                                             schema=out_schema)
     per_key = two_clock_hosts.TwoClockHost if two_clocks else StreamingHost
     function = per_key(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
-    grouped = _input_counted(projected, step_id, watermarked).groupBy(*grouped_on)
+    grouped = _input_counted(projected, step_id, timeout, blanked).groupBy(*grouped_on)
     return _streaming_step(grouped, _as_function(function, spark), out_schema,
                            TWO_CLOCK_STATE_SCHEMA if two_clocks else STATE_SCHEMA,
                            timeout, step_id, _step_description(
@@ -186,18 +188,34 @@ def _streaming_step(grouped, function, out_schema: T.StructType, state_schema, t
     return _observed(result, step_id)
 
 
-def _input_counted(projected: DataFrame, step_id: str, watermarked: bool = True) -> DataFrame:
-    """Count the rows entering the step: Spark drops rows behind its own
-    late-events watermark before the host sees them (see ``metrics.steps_in``).
-    Without a watermark on the input Spark drops none, so nothing is counted
-    (one observed aggregate less per micro-batch)."""
-    if not watermarked and not any(_WATERMARK in field.metadata
-                                   for field in projected.schema.fields):
+def _input_counted(projected: DataFrame, step_id: str, timeout: str,
+                   blanked: Optional[str]) -> DataFrame:
+    """Count the rows entering the step if Spark may drop some before the
+    host sees them (see ``metrics.steps_in``): under ``EventTimeTimeout`` it
+    drops the rows behind its watermark on an input column that carries one,
+    but not on the ``blanked`` column (``_never_late``), so that leaves an
+    event-time key column. Otherwise nothing is counted: one observed
+    aggregate less per micro-batch, and no row-by-row operator before the
+    shuffle."""
+    if timeout != EventTime.spark_timeout or not any(
+            _WATERMARK in field.metadata and field.name != blanked
+            for field in projected.schema.fields):
         return projected
     return projected.observe(PREFIX + step_id + INPUT_SUFFIX, F.count(F.lit(1)).alias("rows"))
 
 
 _WATERMARK = "spark.watermarkDelayMs"  # column metadata of withWatermark's event time
+
+
+def _never_late(projected: DataFrame, time: EventTime) -> DataFrame:
+    """The watermarked event-time column as nulls that keep its watermark
+    (``EventTimeTimeout`` needs a watermarked input column). Spark's late
+    filter drops no null, so every late row reaches the host, where the
+    driver drops and counts it, as offline (the host reads the µs copy)."""
+    blank = F.lit(None).cast(T.TimestampType()).alias(
+        time.column, metadata={_WATERMARK: time.delay_ms})
+    return projected.select(*[blank if name == time.column else F.col(f"`{name}`")
+                              for name in projected.columns])
 
 
 def _observed(result: DataFrame, step_id: str) -> DataFrame:

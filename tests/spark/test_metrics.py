@@ -8,7 +8,7 @@ import sparkwax as sw
 from sparkwax.metrics import StepMetrics
 from sparkwax.engine.progress import progress_line
 from sparkwax.testing import Batch, Crash, run
-from sparkwax.testing.reference import SessionTracker
+from sparkwax.testing.reference import Counter, SessionTracker
 from sparkwax.testing.spark import run_script_on_spark
 
 INPUT = "key string, ts timestamp, value long"
@@ -67,8 +67,46 @@ def test_last_progress_carries_the_step_and_the_progress_line_counts_its_late_ro
         query.stop()
     metrics = StepMetrics.from_progress(progress, "late-demo")
     assert metrics is not None and (metrics.rows_in, metrics.rows_late) == (2, 2)
-    # Spark drops rows behind its late-events watermark itself, the host the rest:
-    # the step's count and the progress line hold both, each row once.
-    dropped_by_spark = progress["stateOperators"][0]["numRowsDroppedByWatermark"]
-    assert 0 <= dropped_by_spark <= 2
+    # The step's own event-time column reaches Spark blanked: Spark's late filter
+    # drops nothing, the driver drops (and counts) every late row, and the step
+    # needs no count of its input rows (no observe before the shuffle).
+    assert progress["stateOperators"][0]["numRowsDroppedByWatermark"] == 0
+    assert "sparkwax:late-demo#in" not in progress["observedMetrics"]
+    assert " late 2 " in progress_line("q", progress)
+
+
+class CounterWithTimer(Counter):
+    """A Counter that may ask for timers (so the step runs under EventTimeTimeout)."""
+
+    def notify_at(self):
+        return None
+
+
+def test_rows_spark_drops_behind_a_watermarked_key_count_as_late(spark, tmp_path):
+    # An event-time step keyed by its own event-time column: that column reaches
+    # Spark with its watermark, and under EventTimeTimeout Spark drops the rows
+    # behind it before the host sees them. The step counts its input rows, so they
+    # are in rows_in and rows_late all the same.
+    source = tmp_path / "in"
+    source.mkdir()
+    stream = spark.readStream.schema(INPUT).option("maxFilesPerTrigger", 1).json(str(source))
+    out = sw.stateful(stream, key=["key", "ts"], builder=CounterWithTimer,
+                      output_schema="n long", time=TIME, step_id="key-wm")
+    query = out.writeStream.format("memory").queryName("key_wm") \
+        .option("checkpointLocation", str(tmp_path / "ck")).start()
+    rows = ['{"key": "a", "ts": "2024-01-01T00:50:00Z", "value": 1}\n',
+            '{"key": "a", "ts": "2024-01-01T00:51:00Z", "value": 2}\n',
+            '{"key": "a", "ts": "2024-01-01T00:01:00Z", "value": 3}\n'
+            '{"key": "b", "ts": "2024-01-01T00:02:00Z", "value": 4}\n']
+    try:
+        for number, text in enumerate(rows):
+            (source / f"{number}.json").write_text(text)
+            query.processAllAvailable()
+        progress = [p for p in query.recentProgress if p["numInputRows"] == 2][-1]
+    finally:
+        query.stop()
+    assert progress["stateOperators"][0]["numRowsDroppedByWatermark"] == 2
+    assert "sparkwax:key-wm#in" in progress["observedMetrics"]
+    metrics = StepMetrics.from_progress(progress, "key-wm")
+    assert metrics is not None and (metrics.rows_in, metrics.rows_late) == (2, 2)
     assert " late 2 " in progress_line("q", progress)
