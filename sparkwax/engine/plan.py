@@ -136,8 +136,9 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     if df.isStreaming and isinstance(time, EventTime) and step.sides is None:
         # (a connected step put one on each input already)
         projected = projected.withWatermark(time.column, time.spark_delay)
-    blanked = time.column if df.isStreaming and event and time.column not in keys else None
-    if blanked is not None:
+    blanked: Optional[str] = None
+    if df.isStreaming and isinstance(time, EventTime) and time.column not in keys:
+        blanked = time.column
         projected = _never_late(projected, time)
     timeout = time.spark_timeout if step.uses_timers() else NO_TIMEOUT
     if two_clocks:
