@@ -231,12 +231,17 @@ class Driver:
         return values, times
 
     def _arrange_ordered(self, key: Any, values: Sequence[Any], times: EventTimes,
-                         order: Columns) -> Tuple[Sequence[Any], EventTimes, bool]:
+                         order: Columns, ascending: bool = False
+                         ) -> Tuple[Sequence[Any], EventTimes, bool]:
         """``_arrange`` and whether the event times it returns are known to be
         ascending without a null (``_drop_late`` then needs no scan). Rows
         already in order are returned as they are: no row is less than the
         one before it, the comparisons a stable sort would make first and
-        the case in which it would change nothing."""
+        the case in which it would change nothing. ``ascending``: the caller
+        vouches that ``times`` ascend without a None; without ``order`` that
+        is the same case, known without a pass over the rows."""
+        if ascending and order is None and times is not None:
+            return values, times, True
         count = len(values)
         if count < 2:
             return values, times, times is not None and order is None and None not in times
@@ -271,12 +276,15 @@ class Driver:
     def activate(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
                  now_ms: Optional[int], *, eof: bool = False, event_times: EventTimes = None,
                  order: Columns = None, committed_timer: Any = NO_VALUE,
-                 processing_ms: Optional[int] = None) -> Activation:
+                 processing_ms: Optional[int] = None, times_ascending: bool = False
+                 ) -> Activation:
         """One activation of ``key``: restore, timer, items, EOF, commit.
         ``committed_timer``: the timer committed with ``stored``, if the host
         kept it; a rebuilt logic that disagrees gets a LostStateWarning.
         ``processing_ms``: the processing clock of a two-clock step (None:
-        there is none, deadlines do not fire)."""
+        there is none, deadlines do not fire). ``times_ascending``: the
+        caller vouches that ``event_times`` ascend without a None (a host
+        that put them in order with numpy), see ``_arrange_ordered``."""
         if self._plain and self.two_clocks is False and event_times is None and not eof \
                 and (order is None or len(values) < 2):
             return _new(Activation, self._activate_plain(key, stored, values, now_ms,
@@ -292,7 +300,7 @@ class Driver:
                 self._check_rebuilt_timer(key, logic, committed_timer,
                                           self._next_timer(key, logic))
             values, event_times, ordered = self._arrange_ordered(key, values, event_times,
-                                                                 order)
+                                                                 order, times_ascending)
             logic, emits, late, fired, touched, deadlines = self._run(
                 key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms,
                 ordered=ordered)

@@ -15,7 +15,7 @@ import pandas as pd
 from .._driver import Driver
 from ..errors import SnapshotError
 from ..timers import TimeMode
-from .columns import InputLayout, group_frame, plain_key, read_group, time_order
+from .columns import InputLayout, group_frame, plain_key, presorted, read_group, time_order
 from .outputs import OutputBuilder
 
 # PySpark 4.3's worker pads group frames with pd.concat, which warns once per
@@ -45,18 +45,20 @@ class StreamingHost:
         values: Sequence[Any]
         times: Optional[List[Optional[int]]]
         order = None
+        ascending = False
         if state.hasTimedOut:
             values, times = (), ([] if self.layout.event_column else None)
             for _ in frames:  # Spark sends one empty frame; drain it
                 pass
         else:
             frame = group_frame(frames)
-            values, times, order = read_group(frame, self.layout, time_order(frame, self.layout))
+            rows, ascending = presorted(frame, self.layout)
+            values, times, order = read_group(frame, self.layout, rows)
         stored, committed_timer = state.get if state.exists else (None, None)
         now_ms = self.driver.now_ms(state.getCurrentWatermarkMs,
                                     state.getCurrentProcessingTimeMs)
         act = self.driver.activate(key, stored, values, now_ms, event_times=times, order=order,
-                                   committed_timer=committed_timer)
+                                   committed_timer=committed_timer, times_ascending=ascending)
         if act.state is None:
             state.remove()
         else:

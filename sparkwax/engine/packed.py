@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..metrics import StepMetrics
 from ..young_gc import fewer_collections
 from .bucket import Bucket, pickled_size
-from .columns import InputLayout, radix_argsort, read_group, stack_frames, time_order
+from .columns import InputLayout, presorted, radix_argsort, read_group, stack_frames
 from .host import NO_TIMEOUT, arm, check_snapshot_size
 from .outputs import OutputBuilder
 
@@ -35,12 +35,14 @@ class KeyRuns:
     """A bucket's rows split by key (``key_runs``): ``keys``, one per run (the
     key's value, or a tuple of values for several key columns), in order of
     first appearance; ``rows(position)`` is that key's ``(values,
-    event_times, order)`` in arrival order."""
+    event_times, order)`` in arrival order; ``ascending``: every key's event
+    times are known to ascend without a null (``columns.presorted``)."""
 
-    __slots__ = ("keys", "positions", "bounds", "values", "times", "order")
+    __slots__ = ("keys", "positions", "bounds", "values", "times", "order", "ascending")
 
     def __init__(self, keys: List[Any], bounds: List[int], values: Sequence[Any],
-                 times: Optional[list], order: Optional[List[list]]):
+                 times: Optional[list], order: Optional[List[list]], ascending: bool = False):
+        self.ascending = ascending
         self.keys = keys
         self.positions: Dict[Any, int] = dict(zip(keys, range(len(keys))))
         self.bounds = bounds
@@ -83,7 +85,7 @@ def key_runs(frame, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
     codes = _key_codes(frame, key_names)
     counts = np.bincount(codes)
     ends = np.cumsum(counts)
-    rows: Optional[np.ndarray] = time_order(frame, layout)
+    rows, ascending = presorted(frame, layout)
     firsts = ends - counts
     if rows is not None:  # by key, then by event time (stable: arrival order on ties)
         rows = rows[radix_argsort(codes[rows], len(counts))]
@@ -94,7 +96,7 @@ def key_runs(frame, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
     values, times, order = read_group(frame, layout, rows)
     key_lists = [frame[name].iloc[firsts].tolist() for name in key_names]
     keys = key_lists[0] if len(key_lists) == 1 else list(zip(*key_lists))
-    return KeyRuns(keys, [0] + ends.tolist(), values, times, order)
+    return KeyRuns(keys, [0] + ends.tolist(), values, times, order, ascending)
 
 
 def split_by_key(frame, key_names: Sequence[str], layout: InputLayout):
@@ -166,6 +168,7 @@ class PackedHost:
         values: Sequence[Any]
         bounds, all_values = runs.bounds, runs.values
         times: Optional[list] = None
+        ascending = runs.ascending
         order: Optional[List[list]] = None
         for key in sorted_keys(runs.keys + woken):
             position = positions.get(key)
@@ -182,7 +185,7 @@ class PackedHost:
              act_discarded, act_us, _, _) = (
                 flat(key, stored, values, now_ms, committed) if flat is not None
                 else activate(key, stored, values, now_ms, event_times=times, order=order,
-                              committed_timer=committed))
+                              committed_timer=committed, times_ascending=ascending))
             if state_blob is None:
                 bucket.remove(key)
             else:

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from sparkwax import RETAIN, EventTime, StatefulBatchLogic
 from sparkwax._driver import Driver
-from sparkwax.engine.columns import (INTEGER, InputLayout, _stable_argsort, radix_argsort,
-                                     read_group, time_order)
+from sparkwax.engine.columns import (INTEGER, InputLayout, _stable_argsort, presorted,
+                                     radix_argsort, read_group, time_order)
 from sparkwax.step import Step
 
 BASE_US = 1_700_000_000_000_000
@@ -79,6 +79,41 @@ def test_pre_sorted_activation_is_the_plain_one(offs, watermark_at):
     assert (fast.emits, fast.late) == (plain.emits, plain.late)
     kept = sorted((t, v) for v, t in enumerate(frame["t"].tolist()) if t > now_ms * 1000)
     assert fast.emits == ([[v for _, v in kept]] if kept else [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(offsets, st.integers(-1, 60), st.booleans())
+def test_the_hosts_ascending_claim_holds_and_changes_nothing(offs, watermark_at, with_null):
+    """``presorted`` says "ascending" only when the times it reads are (no
+    null: a null makes the column float); the driver then skips its check,
+    with the same emits and late count as the plain activation."""
+    times_us = [BASE_US + o for o in offs]
+    if with_null and offs:
+        times_us[len(offs) // 2] = None
+    frame = pd.DataFrame({"v": np.arange(len(offs), dtype=np.int64), "t": times_us})
+    if not with_null or not offs:
+        frame["t"] = frame["t"].astype(np.int64)
+    rows, ascending = presorted(frame, LAYOUT)
+    values, times, order = read_group(frame, LAYOUT, rows)
+    assert ascending == (len(offs) == 0 or not with_null)
+    if ascending:
+        assert None not in times and times == sorted(times)
+    now_ms = (BASE_US + watermark_at) // 1000
+    plain = driver().activate("k", None, *read_group(frame, LAYOUT)[:1], now_ms,
+                              event_times=read_group(frame, LAYOUT)[1])
+    fast = driver().activate("k", None, values, now_ms, event_times=times, order=order,
+                             times_ascending=ascending)
+    assert (fast.emits, fast.late) == (plain.emits, plain.late)
+
+
+def test_the_driver_trusts_the_ascending_claim():
+    """With ``times_ascending`` the driver takes the rows as they come (the
+    claim replaces its pass over them; ``presorted`` makes it true)."""
+    act = driver().activate("k", None, [0, 1, 2], 0, event_times=[30, 10, 20],
+                            times_ascending=True)
+    assert act.emits == [[0, 1, 2]]
+    act = driver().activate("k", None, [0, 1, 2], 0, event_times=[30, 10, 20])
+    assert act.emits == [[1, 2, 0]]
 
 
 @settings(max_examples=300, deadline=None)
