@@ -235,10 +235,15 @@ class TwsTimerCount(StatefulProcessor):
 
 def bare_packed_count(bucket, pdfs, state):
     """bare-packed: a bucket's ``{key: count}`` dict, pickled whole."""
+    yield from _count_bucket([pdf["key"].to_numpy() for pdf in pdfs], state)
+
+
+def _count_bucket(keys, state):
+    """The bucket's ``{key: count}`` dict counting ``keys`` (numpy arrays),
+    pickled whole; one ``(key, count)`` row out per key touched."""
     import numpy as np
     import pandas as pd
 
-    keys = [pdf["key"].to_numpy() for pdf in pdfs]
     if not keys:
         return
     counts = pickle.loads(state.get[0]) if state.exists else {}
@@ -278,23 +283,11 @@ def prepack_rows(batches):
 
 
 def bare_prepacked_count(bucket, pdfs, state):
-    """bare-prepacked, after the shuffle: bare_packed_count over the payloads' keys."""
-    import numpy as np
-    import pandas as pd
+    """bare-prepacked, after the shuffle: bare-packed's count over the payloads' keys."""
     import pyarrow as pa
 
-    keys = [pa.ipc.open_stream(payload).read_all().column("key").to_numpy()
-            for pdf in pdfs for payload in pdf["payload"]]
-    if not keys:
-        return
-    counts = pickle.loads(state.get[0]) if state.exists else {}
-    touched, seen = np.unique(np.concatenate(keys), return_counts=True)
-    out = []
-    for key, n in zip(touched.tolist(), seen.tolist()):
-        counts[key] = total = counts.get(key, 0) + n
-        out.append(total)
-    state.update((pickle.dumps(counts),))
-    yield pd.DataFrame({"key": touched, "count": out})
+    yield from _count_bucket([pa.ipc.open_stream(payload).read_all().column("key").to_numpy()
+                              for pdf in pdfs for payload in pdf["payload"]], state)
 
 
 def bare_count(key, pdfs, state):
