@@ -146,7 +146,9 @@ def _take(column, rows: Optional[np.ndarray]):
 def stack_frames(frames: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
     """One frame of the ``names`` columns of a group's chunks, end to end
     (what ``group_frame`` gives, for these columns only and without
-    ``pd.concat``'s per-frame work)."""
+    ``pd.concat``'s per-frame work). The frame holds the joined columns as
+    they are (``copy=False``: pandas then does not consolidate them into one
+    block, a second copy of every value)."""
     frames = [frame for frame in frames if len(frame)]
     if len(frames) <= 1:
         return frames[0] if frames else pd.DataFrame()
@@ -157,7 +159,7 @@ def stack_frames(frames: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.Dat
             data[name] = np.concatenate(parts)
         else:
             data[name] = pd.concat([frame[name] for frame in frames], ignore_index=True)
-    return pd.DataFrame(data)
+    return pd.DataFrame(data, copy=False)
 
 
 _GET_COLUMN_ARRAY = getattr(pd.DataFrame, "_get_column_array", None)
