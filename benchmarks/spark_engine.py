@@ -35,6 +35,9 @@ Variants (each stateful one keeps a running count per key):
                    count (sparkwax.testing.reference.BatchCounter).
 * ``sw-packed``    the same with ``host="packed"`` (4 x shuffle partitions
                    buckets).
+* ``sw-packed-rows`` sw-packed with ``spark.sparkwax.packed.prepack=false``:
+                   its rows cross the shuffle one by one, not packed per
+                   bucket first (the packed host before engine/prepack.py).
 * ``sw-per-item``  ``sw.stateful(value="v")``, per-key host, the per-item
                    ``Count`` logic below (one Python call per row, no emits).
 * ``sw-packed-per-item`` the same ``Count`` with ``host="packed"``.
@@ -345,7 +348,7 @@ def jvm_pid(spark):
 
 PER_KEY = {"bare", "bare-again", "sparkwax", "sw-per-item", "tws", "bare-timer",
            "sparkwax-timer", "tws-timer"}
-VARIANTS = ["bare", "bare-again", "sparkwax", "sw-packed", "sw-per-item",
+VARIANTS = ["bare", "bare-again", "sparkwax", "sw-packed", "sw-packed-rows", "sw-per-item",
             "sw-packed-per-item", "bare-packed", "bare-prepacked", "groupBy.count", "tws",
             "bare-timer", "sparkwax-timer", "sw-packed-timer", "tws-timer", "bytewax"]
 DEFAULT_VARIANTS = ["bare", "sparkwax", "sw-packed", "bare-packed", "groupBy.count", "tws",
@@ -397,6 +400,14 @@ def build(spark, variant: str, source: str):
         builder = PaddedCounter if PaddedCounter.pad else BatchCounter
         return sw.stateful_batch(stream, key="key", builder=builder, value="v",
                                  output_schema="count long", host=host), "append"
+    if variant == "sw-packed-rows":
+        conf = stream.sparkSession.conf
+        conf.set("spark.sparkwax.packed.prepack", "false")  # read while the step is planned
+        try:
+            return sw.stateful_batch(stream, key="key", builder=BatchCounter, value="v",
+                                     output_schema="count long", host="packed"), "append"
+        finally:
+            conf.unset("spark.sparkwax.packed.prepack")
     if variant in ("sparkwax-timer", "sw-packed-timer"):
         host = "packed" if variant == "sw-packed-timer" else "per_key"
         return sw.stateful_batch(stream, key="key", builder=BatchTimerCounter, value="t",

@@ -111,7 +111,8 @@ def steps_in(progress: Mapping[str, Any], spark_drops: bool = True
 
     Spark drops the rows behind its watermark before a step's function sees
     them only if the step has timers and its event-time column is a key
-    column (``numRowsDroppedByWatermark``; else the driver drops them all). Such a
+    column, on the per-key host (``numRowsDroppedByWatermark``; else the
+    driver drops them all). Such a
     step also counts the rows entering it, so those count here as
     ``rows_in`` and ``rows_late`` too, as they do offline (unless
     ``spark_drops=False``: then only what the sparkwax hosts saw).

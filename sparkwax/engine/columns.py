@@ -18,6 +18,10 @@ import pandas as pd
 from ..timers import EPOCH
 
 INTEGER, TIMESTAMP, OTHER = "integer", "timestamp", "other"
+NESTED = "nested"
+"""A column whose type holds an array (at any depth): pyspark hands arrays as
+numpy arrays, whose dtype depends on the other rows converted with them; they
+reach the logic as lists, as an offline run would hand them."""
 
 
 @dataclass(frozen=True)
@@ -208,11 +212,29 @@ def _column(series, kind: str) -> list:
         micros = series.tolist()
         return [None if (x is None or x != x) else EPOCH + timedelta(microseconds=int(x))
                 for x in micros]
+    if kind == NESTED:
+        return [_plain(x) for x in series.tolist()]
     if series.dtype == object:
         return series.tolist()
     if series.dtype.kind == "f" and bool(pd.isna(series).any()):
         return [None if x != x else x for x in series.tolist()]
     return series.tolist()
+
+
+def _plain(value):
+    """``value`` with every numpy array in it as a list of Python values
+    (through dicts: structs and maps; and lists).
+
+    >>> _plain({"xs": np.array([1, None], dtype=object), "m": {"k": np.array([2.5])}})
+    {'xs': [1, None], 'm': {'k': [2.5]}}
+    """
+    if isinstance(value, np.ndarray):
+        return [_plain(x) for x in value.tolist()]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(x) for x in value]
+    return value
 
 
 def plain_key(key_values: Tuple[Any, ...], single: bool):

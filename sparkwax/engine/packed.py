@@ -27,6 +27,7 @@ from .bucket import Bucket, pickled_size
 from .columns import InputLayout, presorted, radix_argsort, read_group, stack_frames
 from .host import NO_TIMEOUT, arm, check_snapshot_size
 from .outputs import OutputBuilder
+from .prepack import Unpacker
 
 BUCKET_COLUMN = "__sw_bucket"
 
@@ -128,8 +129,10 @@ class PackedHost:
 
     def __init__(self, driver: Driver, layout: InputLayout, outputs: OutputBuilder,
                  timeout_conf: str, key_names: Sequence[str], buckets: int,
-                 max_snapshot_bytes: Optional[int] = None):
+                 max_snapshot_bytes: Optional[int] = None,
+                 unpack: Optional[Unpacker] = None):
         self.max_snapshot_bytes = max_snapshot_bytes  # a bucket row's limit
+        self.unpack = unpack  # rows packed before the shuffle (prepack.py), or None
         self.driver = driver
         self.layout = layout
         self.outputs = outputs
@@ -140,11 +143,16 @@ class PackedHost:
 
     def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
         bucket = self._restore(state)
-        frame = list(frames) if not state.hasTimedOut else _drain(frames)
+        frame = self._input(frames) if not state.hasTimedOut else _drain(frames)
         with fewer_collections():
             out = self._run(bucket, frame, state)
         if out is not None:
             yield out
+
+    def _input(self, frames: Iterator[pd.DataFrame]):
+        """The bucket's rows: its chunks (a list of frames), or the frame
+        unpacked from them when the rows were packed before the shuffle."""
+        return list(frames) if self.unpack is None else self.unpack(frames)
 
     def _run(self, bucket: Bucket, frame, state) -> Optional[pd.DataFrame]:
         """Every key of the bucket that runs, then the commit; the call's

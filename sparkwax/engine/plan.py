@@ -20,11 +20,12 @@ from ..logic import Builder
 from ..metrics import FIELDS, INPUT_SUFFIX, PREFIX
 from ..step import Step
 from ..timers import EventTime, TimeMode
-from .columns import INTEGER, OTHER, TIMESTAMP, InputLayout
+from .columns import INTEGER, NESTED, OTHER, TIMESTAMP, InputLayout
 from .host import NO_TIMEOUT, BoundedHost, StreamingHost
 from .outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
-from .session import max_snapshot_bytes
+from .prepack import PAYLOAD, pack_rows
+from .session import max_snapshot_bytes, packed_unpacker
 from .shipping import ship_function
 from . import two_clocks as two_clock_hosts
 from .start import STEP_METADATA
@@ -137,6 +138,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         # (a connected step put one on each input already)
         projected = projected.withWatermark(time.column, time.spark_delay)
     blanked: Optional[str] = None
+    unblanked = projected
     if df.isStreaming and isinstance(time, EventTime) and time.column not in keys:
         blanked = time.column
         projected = _never_late(projected, time)
@@ -153,10 +155,15 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
             return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
                 _as_function(function, spark), schema=out_schema)
         packed = two_clock_hosts.TwoClockPackedHost if two_clocks else PackedHost
+        unpack = packed_unpacker(spark)
         function = packed(driver, layout, outputs, timeout, keys, buckets,
-                          max_snapshot_bytes(spark))
-        grouped = _input_counted(projected, step_id, timeout, blanked).select("*", bucket) \
-            .groupBy(BUCKET_COLUMN)
+                          max_snapshot_bytes(spark), unpack)
+        if unpack is not None:
+            grouped = _prepacked(unblanked, bucket, buckets, time, keys, spark) \
+                .groupBy(BUCKET_COLUMN)
+        else:
+            grouped = _input_counted(projected, step_id, timeout, blanked) \
+                .select("*", bucket).groupBy(BUCKET_COLUMN)
         return _streaming_step(grouped, _as_function(function, spark), out_schema,
                                PACKED_STATE_SCHEMA, timeout, step_id, _step_description(
                                    step_id, keys, fields, schema, time, timeout,
@@ -213,10 +220,37 @@ def _never_late(projected: DataFrame, time: EventTime) -> DataFrame:
     (``EventTimeTimeout`` needs a watermarked input column). Spark's late
     filter drops no null, so every late row reaches the host, where the
     driver drops and counts it, as offline (the host reads the µs copy)."""
-    blank = F.lit(None).cast(T.TimestampType()).alias(
-        time.column, metadata={_WATERMARK: time.delay_ms})
+    blank = _blank_event_time(time)
     return projected.select(*[blank if name == time.column else F.col(f"`{name}`")
                               for name in projected.columns])
+
+
+def _prepacked(projected: DataFrame, bucket, buckets: int, time: Optional[TimeMode],
+               keys: Sequence[str], spark) -> DataFrame:
+    """The packed step's rows as ``(bucket, payload)`` rows, packed per
+    bucket before the shuffle (``prepack.pack_rows``). An event-time step
+    keeps a null event-time column that carries the watermark
+    (``EventTimeTimeout`` needs one, see ``_never_late``): no late row is
+    dropped before the host, whose driver drops and counts them all, so
+    nothing needs counting on the way in (``_input_counted``). The
+    timestamp column itself stays out of the payload unless it is a key
+    (the host reads the µs copy)."""
+    event = isinstance(time, EventTime)
+    names = [n for n in projected.columns
+             if not (event and n == time.column and n not in keys)]  # type: ignore[union-attr]
+    packed = projected.select(*[F.col(f"`{n}`") for n in names], bucket).mapInArrow(
+        ship_function(spark, pack_rows(BUCKET_COLUMN, buckets)),
+        T.StructType([T.StructField(BUCKET_COLUMN, T.LongType(), False),
+                      T.StructField(PAYLOAD, T.BinaryType(), False)]))
+    if isinstance(time, EventTime):
+        packed = packed.select("*", _blank_event_time(time))
+    return packed
+
+
+def _blank_event_time(time: EventTime):
+    """A null event-time column that keeps the step's watermark."""
+    return F.lit(None).cast(T.TimestampType()).alias(time.column,
+                                                      metadata={_WATERMARK: time.delay_ms})
 
 
 def _observed(result: DataFrame, step_id: str) -> DataFrame:
@@ -308,7 +342,20 @@ def _kind(field: T.StructField) -> str:
         return INTEGER
     if isinstance(field.dataType, T.TimestampType):
         return TIMESTAMP
+    if _holds_array(field.dataType):
+        return NESTED
     return OTHER
+
+
+def _holds_array(data_type: T.DataType) -> bool:
+    """Whether ``data_type`` is or holds an array (see ``columns.NESTED``)."""
+    if isinstance(data_type, T.ArrayType):
+        return True
+    if isinstance(data_type, T.StructType):
+        return any(_holds_array(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, T.MapType):
+        return _holds_array(data_type.keyType) or _holds_array(data_type.valueType)
+    return False
 
 
 def parse_schema(df, schema, step_id: str) -> T.StructType:

@@ -332,3 +332,26 @@ def _local_cores(master: str) -> Optional[int]:
         if inside.isdigit():
             return int(inside)
     return None
+
+
+PREPACK_CONF = "spark.sparkwax.packed.prepack"
+_PREFER_INT_EXT = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
+
+
+def packed_unpacker(spark):
+    """How a packed step on ``spark`` reads rows packed before the shuffle
+    (``prepack.Unpacker``, with the session's time zone and pandas integer
+    conf, as pyspark converts a group), or None: ``spark.sparkwax.packed.prepack``
+    is ``false``, and the rows cross the shuffle one by one."""
+    from .prepack import Unpacker
+
+    def conf(name: str, default: str) -> str:
+        try:
+            return spark.conf.get(name, default) or default
+        except Exception:  # a Connect server that hides a conf
+            return default
+
+    if conf(PREPACK_CONF, "true").strip().lower() == "false":
+        return None
+    return Unpacker(conf("spark.sql.session.timeZone", "UTC"),
+                    conf(_PREFER_INT_EXT, "false").strip().lower() == "true")

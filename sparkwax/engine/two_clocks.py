@@ -84,7 +84,7 @@ class TwoClockPackedHost(PackedHost):
 
     def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
         bucket = self._restore(state)
-        frame = group_frame(frames) if not state.hasTimedOut else _drain(frames)
+        frame = self._input(frames) if not state.hasTimedOut else _drain(frames)
         watermark_ms = state.getCurrentWatermarkMs()
         processing_ms = state.getCurrentProcessingTimeMs()
         runs = key_runs(frame, self.key_names, self.layout)

@@ -132,7 +132,7 @@ def test_a_foreign_blob_is_refused():
         Bucket.decode(pickle.dumps({"k": (b"x", None, None)}))
 
 
-@pytest.mark.parametrize("name", ["bucket", "packed", "plan"])
+@pytest.mark.parametrize("name", ["bucket", "packed", "plan", "prepack"])
 def test_module_examples_run(name):
     import doctest
     import importlib

@@ -1,0 +1,105 @@
+"""The packed host's rows, packed per bucket before Spark's shuffle.
+
+A packed step groups its rows by bucket (``pmod(xxhash64(key), buckets)``).
+Handed to ``applyInPandasWithState`` as they are, every row crosses Spark's
+shuffle, its sort and the Arrow trip to Python one by one. Packed first
+(``pack_rows``, in a ``mapInArrow`` before the shuffle), each Arrow batch of
+the input becomes one row per bucket it touches: the bucket, and that
+bucket's rows as an Arrow IPC stream (``PAYLOAD``). About ``buckets`` rows
+per 10k then cross the shuffle, and the host turns a bucket's payloads back
+into the frame it would have received (``Unpacker``), with pyspark's own
+Arrow-to-pandas conversion, so the values the logic sees are the same.
+
+The rows of one input partition keep their order in its payloads; payloads
+of several partitions interleave as rows of several partitions do. Spark's
+late filter never sees an event time (the rows are inside the payloads):
+every late row reaches the driver, which drops and counts it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, List
+
+import numpy as np
+import pandas as pd
+
+from .columns import _column_values, radix_argsort
+
+PAYLOAD = "__sw_rows"
+"""The packed row's column holding its bucket's rows (an Arrow IPC stream)."""
+
+
+def pack_rows(bucket_column: str, buckets: int):
+    """The ``mapInArrow`` function: each Arrow batch as one ``(bucket,
+    payload)`` row per bucket in it, the payload being the bucket's rows
+    (every column but ``bucket_column``) in their order.
+
+    >>> import pyarrow as pa
+    >>> batch = pa.RecordBatch.from_pydict({"k": ["a", "b", "a"], "b": [1, 0, 1]})
+    >>> out = next(pack_rows("b", 2)(iter([batch])))
+    >>> out.column("b").to_pylist(), [read_payload(p).column("k").to_pylist()
+    ...                               for p in out.column(PAYLOAD).to_pylist()]
+    ([0, 1], [['b'], ['a', 'a']])
+    """
+    def pack(batches: Iterable) -> Iterator:
+        import pyarrow as pa
+
+        for batch in batches:
+            if batch.num_rows:
+                yield packed_batch(pa, batch, bucket_column, buckets)
+    return pack
+
+
+def packed_batch(pa, batch, bucket_column: str, buckets: int):
+    """One Arrow batch's rows, one IPC payload per bucket (see ``pack_rows``)."""
+    numbers = batch.column(bucket_column).to_numpy(zero_copy_only=False)
+    rows = batch.drop_columns([bucket_column])
+    if len(numbers) > 1 and bool((numbers[1:] != numbers[:-1]).any()):
+        order = radix_argsort(numbers, buckets)
+        numbers = numbers[order]
+        rows = rows.take(pa.array(order))
+    starts = np.flatnonzero(np.r_[True, numbers[1:] != numbers[:-1]])
+    ends = np.r_[starts[1:], len(numbers)]
+    sink = pa.BufferOutputStream()  # the payloads end to end, one binary array
+    offsets = [0]
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        with pa.ipc.new_stream(sink, rows.schema) as writer:
+            writer.write_batch(rows.slice(start, end - start))
+        offsets.append(sink.tell())
+    payloads = pa.Array.from_buffers(pa.binary(), len(starts), [
+        None, pa.py_buffer(np.array(offsets, dtype=np.int32)), sink.getvalue()])
+    return pa.RecordBatch.from_arrays([pa.array(numbers[starts], pa.int64()), payloads],
+                                      names=[bucket_column, PAYLOAD])
+
+
+def read_payload(payload):
+    """A payload's rows as one Arrow table."""
+    import pyarrow as pa
+
+    with pa.ipc.open_stream(payload) as reader:
+        return reader.read_all()
+
+
+class Unpacker:
+    """A bucket's packed chunks (frames of payloads) back into the frame of
+    its rows, converted to pandas as pyspark converts an
+    ``applyInPandasWithState`` group (``timezone``: the session time zone;
+    ``prefer_int_ext_dtype``: its ``preferIntExtensionDtype`` conf)."""
+
+    def __init__(self, timezone: str, prefer_int_ext_dtype: bool = False):
+        self.timezone = timezone
+        self.prefer_int_ext_dtype = prefer_int_ext_dtype
+
+    def __call__(self, chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
+        import pyarrow as pa
+        from pyspark.sql.conversion import ArrowBatchTransformer
+
+        tables: List = [read_payload(payload) for chunk in chunks if len(chunk)
+                        for payload in _column_values(chunk, PAYLOAD)]
+        if not tables:
+            return pd.DataFrame()
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        series = ArrowBatchTransformer.to_pandas(
+            table, timezone=self.timezone, struct_in_pandas="dict", ndarray_as_list=False,
+            prefer_int_ext_dtype=self.prefer_int_ext_dtype, df_for_struct=False)
+        return pd.DataFrame(dict(zip(table.column_names, series)), copy=False)
