@@ -16,8 +16,8 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,9 @@ from sparkwax.checkpoint_files import load_chains, state_file_name
 from sparkwax.cli.state import state_command
 from sparkwax.engine.checkpoint import read_entries
 from sparkwax.engine.session import STATE_STORES
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from spark_confs import confs  # noqa: E402
 
 KEYS = "abcdef"
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass": STATE_STORES["rocksdb"],
@@ -52,21 +55,6 @@ class Count(sw.StatefulLogic):
 
     def snapshot(self):
         return self.n
-
-
-@contextmanager
-def confs(spark, settings):
-    before = {name: spark.conf.get(name, None) for name in settings}
-    for name, value in settings.items():
-        spark.conf.set(name, value)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                spark.conf.unset(name)
-            else:
-                spark.conf.set(name, value)
 
 
 def restart_maintenance(spark):

@@ -6,6 +6,8 @@ and the packed host without packing."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from datetime import date, datetime, timezone
 
 import pyarrow as pa
@@ -16,6 +18,9 @@ from hypothesis import strategies as st
 import sparkwax as sw
 from sparkwax.engine.prepack import PAYLOAD, Unpacker, pack_rows
 from sparkwax.engine.session import PREPACK_CONF
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from spark_confs import confs  # noqa: E402
 
 ROWS = st.lists(st.tuples(st.integers(0, 4),                      # bucket
                           st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)),
@@ -104,17 +109,13 @@ def test_a_step_sees_the_same_values_on_every_host(spark, tmp_path, time_zone):
     for number in range(2):  # two files: the rows of several input partitions interleave
         (source / f"{number}.json").write_text(
             "".join(json.dumps(r) + "\n" for r in ROW_VALUES[number::2]))
-    settings = {"spark.sql.session.timeZone": time_zone,
+    session = {"spark.sql.session.timeZone": time_zone,
                 "spark.sql.execution.arrow.maxRecordsPerBatch": "1"}  # a payload per row
-    previous = {name: spark.conf.get(name, None) for name in [*settings, PREPACK_CONF]}
     results = {}
-    try:
-        for name, value in settings.items():
-            spark.conf.set(name, value)
-        for label, host, prepack in [("per_key", "per_key", "true"),
-                                     ("packed", "packed", "true"),
-                                     ("packed, not packed first", "packed", "false")]:
-            spark.conf.set(PREPACK_CONF, prepack)
+    for label, host, prepack in [("per_key", "per_key", "true"),
+                                 ("packed", "packed", "true"),
+                                 ("packed, not packed first", "packed", "false")]:
+        with confs(spark, {**session, PREPACK_CONF: prepack}):
             stream = spark.readStream.schema(INPUT).json(str(source))
             out = sw.stateful(stream, key=["key", "day"], builder=Seen, host=host,
                               buckets=3 if host == "packed" else None,
@@ -126,16 +127,10 @@ def test_a_step_sees_the_same_values_on_every_host(spark, tmp_path, time_zone):
                 query.processAllAvailable()
             finally:
                 query.stop()
-            by_key = {}
-            for found in spark.table(table).collect():
-                by_key.setdefault((found["key"], found["day"]), []).append(found["seen"])
-            results[label] = {k: sorted(v) for k, v in by_key.items()}
-    finally:
-        for name, value in previous.items():
-            if value is None:
-                spark.conf.unset(name)
-            else:
-                spark.conf.set(name, value)
+        by_key = {}
+        for found in spark.table(table).collect():
+            by_key.setdefault((found["key"], found["day"]), []).append(found["seen"])
+        results[label] = {k: sorted(v) for k, v in by_key.items()}
     per_key = results["per_key"]
     assert sum(len(v) for v in per_key.values()) == len(ROW_VALUES)
     b = json.loads(per_key[("b", date(2024, 1, 5))][0])
