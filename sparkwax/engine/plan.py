@@ -238,10 +238,11 @@ def _prepacked(projected: DataFrame, bucket, buckets: int, time: Optional[TimeMo
     event = isinstance(time, EventTime)
     names = [n for n in projected.columns
              if not (event and n == time.column and n not in keys)]  # type: ignore[union-attr]
-    packed = projected.select(*[F.col(f"`{n}`") for n in names], bucket).mapInArrow(
-        ship_function(spark, pack_rows(BUCKET_COLUMN, buckets)),
-        T.StructType([T.StructField(BUCKET_COLUMN, T.LongType(), False),
-                      T.StructField(PAYLOAD, T.BinaryType(), False)]))
+    rows = projected.select(*[F.col(f"`{n}`") for n in names], bucket)
+    # the bucket column as the row-by-row plan has it: the state's key schema
+    packed = rows.mapInArrow(ship_function(spark, pack_rows(BUCKET_COLUMN, buckets)),
+                             T.StructType([rows.schema[BUCKET_COLUMN],
+                                           T.StructField(PAYLOAD, T.BinaryType(), False)]))
     if isinstance(time, EventTime):
         packed = packed.select("*", _blank_event_time(time))
     return packed
