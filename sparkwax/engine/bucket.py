@@ -48,7 +48,8 @@ False
 from __future__ import annotations
 
 import pickle
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from itertools import repeat
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -132,6 +133,51 @@ class Bucket:
         timer = timers[position]  # _plain, inline: once per key run
         return (self.buffer[ends[position - 1] if position else 0:ends[position]],
                 None if timer == NONE else timer)
+
+    def entries_of(self, keys: Sequence[Any]) -> Tuple[List[Optional[bytes]],
+                                                       List[Optional[int]]]:
+        """``entry`` of each of ``keys``, as two lists: the blobs and the
+        timers (one call per bucket, not per key).
+
+        >>> bucket = Bucket.empty(); bucket.put("a", b"x", 5, 4)
+        >>> bucket.entries_of(["a", "z"])
+        ([b'x', None], [5, None])
+        """
+        changes, get = self._changes, self.positions().get
+        ends, timers = self._as_lists()
+        buffer = self.buffer
+        blobs: List[Optional[bytes]] = []
+        committed: List[Optional[int]] = []
+        for key in keys:
+            if key in changes:
+                change = changes[key]
+                blobs.append(None if change is None else change[0])
+                committed.append(None if change is None else change[1])
+                continue
+            position = get(key)
+            if position is None:
+                blobs.append(None)
+                committed.append(None)
+                continue
+            timer = timers[position]  # _plain, inline: once per key
+            blobs.append(buffer[ends[position - 1] if position else 0:ends[position]])
+            committed.append(None if timer == NONE else timer)
+        return blobs, committed
+
+    def put_all(self, keys: Sequence[Any], blobs: Sequence[Optional[bytes]],
+                timers: Sequence[Optional[int]], armed: Optional[Sequence[Optional[int]]]
+                ) -> None:
+        """``put`` each key (``remove`` it where its blob is None); ``armed``
+        None: no key's timeout is armed.
+
+        >>> bucket = Bucket.empty(); bucket.put_all(["a", "b"], [b"x", None], [5, None], None)
+        >>> len(bucket), bucket.entry("a")
+        (1, (b'x', 5))
+        """
+        changes = self._changes
+        for key, blob, timer, armed_ms in zip(keys, blobs, timers,
+                                              repeat(None) if armed is None else armed):
+            changes[key] = _REMOVED if blob is None else (blob, timer, armed_ms)
 
     def _as_lists(self) -> Tuple[List[int], List[int]]:
         if self._lists is None:

@@ -4,7 +4,10 @@ Spark's pandas stateful path costs milliseconds per group per micro-batch
 whatever the logic does. The packed host groups rows by a stable hash bucket
 of the key (``pmod(xxhash64(key), buckets)``) and, inside one call, runs the
 shared driver once per user key that has rows, or whose timer the per-key host
-would have woken (the same ``armed_timeout`` method of the time mode, kept per key). A bucket's
+would have woken (the same ``armed_timeout`` method of the time mode, kept per key); a
+step without event times, ``order_by`` or sides runs all of them in one
+``Driver.activate_plain_keys`` call (one call per key cost ~20% of the host's
+Python at 100k keys, ``benchmarks/host_sim.py``). A bucket's
 state row is ``(keys binary, buckets long)``: ``keys`` is a ``Bucket`` (see
 ``bucket.py``: per key its snapshot blob, timer and armed timeout, stored by
 column); blobs of keys that did not run are copied as bytes, never decoded or
@@ -161,39 +164,70 @@ class PackedHost:
                                     state.getCurrentProcessingTimeMs)
         runs = key_runs(frame, self.key_names, self.layout)
         positions = runs.positions
-        woken = [key for key in bucket.due(now_ms) if key not in positions]
+        keys = sorted_keys(runs.keys + [key for key in bucket.due(now_ms)
+                                        if key not in positions])
+        # Rows without event times nor order: the driver's flattened
+        # activation, all the bucket's keys in one call.
+        plain = (self.layout.event_column is None and not self.layout.order_by
+                 and self.driver.flat_activation() is not None)
+        counts, emitted = (self._run_plain if plain else self._run_each)(bucket, runs, keys,
+                                                                          now_ms)
+        self._commit(state, bucket, now_ms)
+        if emitted:
+            return self.outputs.frame_of(emitted, counts)
+        if keys and self.outputs.metrics:
+            return self.outputs.metrics_frame(self._key_values(keys[-1]), counts)
+        return None
+
+    def _run_plain(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
+                   ) -> Tuple[StepMetrics, list]:
+        """``keys`` through ``Driver.activate_plain_keys``, their results
+        recorded in ``bucket``: the counts and the emitted groups."""
+        get, bounds, all_values = runs.positions.get, runs.bounds, runs.values
+        values = []
+        for key in keys:
+            position = get(key)
+            values.append(() if position is None
+                          else all_values[bounds[position]:bounds[position + 1]])
+        stored, committed = bucket.entries_of(keys)
+        (emits, states, timers, _, armed, rows, fired, created, discarded,
+         callback_us) = self.driver.activate_plain_keys(keys, stored, values, committed, now_ms)
+        bucket.put_all(keys, states, timers, armed if self.timeout_conf != NO_TIMEOUT else None)
+        single = self.single
+        emitted = [(key, (key,) if single else key, out)
+                   for key, out in zip(keys, emits) if out]
+        return StepMetrics(rows, 0, fired, created, discarded, sum(map(len, emits)),
+                           callback_us), emitted
+
+    def _run_each(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
+                  ) -> Tuple[StepMetrics, list]:
+        """``keys`` one ``Driver.activate`` each (event times, ``order_by``
+        or sides), their results recorded in ``bucket``: the counts and the
+        emitted groups."""
+        positions = runs.positions
         no_times: Optional[list] = [] if self.layout.event_column is not None else None
-        # Rows without event times nor order: the driver's flattened activation,
-        # called positionally (what ``activate`` would call).
-        flat = (self.driver.flat_activation()
-                if no_times is None and not self.layout.order_by else None)
         activate = self.driver.activate
         single = self.single
         emitted = []
         rows = late = fired = created = discarded = emits = callback_us = 0
-        key = None
         timed = self.timeout_conf != NO_TIMEOUT
         values: Sequence[Any]
-        bounds, all_values = runs.bounds, runs.values
         times: Optional[list] = None
         ascending = runs.ascending
         order: Optional[List[list]] = None
-        for key in sorted_keys(runs.keys + woken):
+        for key in keys:
             position = positions.get(key)
             if position is None:
                 values, times, order = (), no_times, None
-            elif flat is not None:  # no times nor order: the values only
-                values = all_values[bounds[position]:bounds[position + 1]]
             else:
                 values, times, order = runs.rows(position)
             stored, committed = bucket.entry(key)
             # One unpacking of the Activation's fields, its counts summed as
             # plain ints (a StepMetrics per key costs more).
             (out, state_blob, timer, _, act_late, armed, act_rows, act_fired, act_created,
-             act_discarded, act_us, _, _) = (
-                flat(key, stored, values, now_ms, committed) if flat is not None
-                else activate(key, stored, values, now_ms, event_times=times, order=order,
-                              committed_timer=committed, times_ascending=ascending))
+             act_discarded, act_us, _, _) = activate(
+                key, stored, values, now_ms, event_times=times, order=order,
+                committed_timer=committed, times_ascending=ascending)
             if state_blob is None:
                 bucket.remove(key)
             else:
@@ -207,13 +241,7 @@ class PackedHost:
             discarded += act_discarded
             emits += len(out)
             callback_us += act_us
-        counts = StepMetrics(rows, late, fired, created, discarded, emits, callback_us)
-        self._commit(state, bucket, now_ms)
-        if emitted:
-            return self.outputs.frame_of(emitted, counts)
-        if key is not None and self.outputs.metrics:
-            return self.outputs.metrics_frame(self._key_values(key), counts)
-        return None
+        return StepMetrics(rows, late, fired, created, discarded, emits, callback_us), emitted
 
     def _restore(self, state) -> Bucket:
         if not state.exists:

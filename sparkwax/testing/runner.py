@@ -38,6 +38,7 @@ RESTORE_MODES = ("always", "on_crash")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _TUPLE, _PAIR = {tuple}, {2}
 _SORTED = {str, int, bytes}  # key types whose sort order groups exactly as a dict does
+_FEW_EMITS = 8  # a key's emits up to which pairing them one by one beats zip(repeat(key), ...)
 _MANY_KEYS = 1000  # keys in a batch from which the runner sorts rather than groups in a dict
 AFTER_EOF = ("Eof() ends a run, as `sparkwax.finish` ends a stream: finish runs on_eof "
              "on the checkpoint's state without changing it, so a stream restarted "
@@ -162,13 +163,15 @@ class Runner:
         """A micro-batch with data."""
         self._refuse_after_eof("Batch")
         self._set_now(now)
-        runs = self._sorted_runs(items)
+        # every item a (key, value) pair, checked at C level (not item by item)
+        pairs = bool(items) and set(map(type, items)) == _TUPLE and set(map(len, items)) == _PAIR
+        runs = self._sorted_runs(items) if pairs else None
         if runs is not None:
             self._end_batch(self._activate_keys(runs))
             return
         groups: Dict[Any, List[Any]] = {}
         for pair in items:
-            if type(pair) is not tuple or len(pair) != 2:
+            if not pairs and (type(pair) is not tuple or len(pair) != 2):
                 raise InputError(self.step_id, None, "input", pair,
                                  "script items must be (key, value) pairs")
             group = groups.get(pair[0])
@@ -188,12 +191,11 @@ class Runner:
         dict, without a list per key living through the batch (thousands of
         such survivors per batch made Python's full garbage collections run
         every batch, half the runner's time at 10k keys). None: the general
-        path (EventTime, a malformed item, keys other than str/int/bytes,
+        path (EventTime, keys other than str/int/bytes,
         a timer due at a key without data, or few keys: then a dict is
-        faster than the sort and leaves few survivors)."""
-        if self._reads_watermark or not items or set(map(type, items)) != _TUPLE:
-            return None
-        if set(map(len, items)) != _PAIR:
+        faster than the sort and leaves few survivors). ``items``: (key,
+        value) pairs, checked by the caller."""
+        if self._reads_watermark:
             return None
         present = set(map(_FIRST, items))
         if len(present) < _MANY_KEYS or not set(map(type, present)) <= _SORTED:
@@ -286,6 +288,7 @@ class Runner:
         processing = None if eof else self.processing_ms  # finish (Eof): no processing clock
         driver, blobs, live, timers = self.driver, self.blobs, self.live, self.timers
         append, checker, now_ms = self.result.outputs.append, self.outputs, self.now_ms
+        extend = self.result.outputs.extend
         always, reads, timed = self.restore == "always", self._reads_columns, self._timed
         times = order = None
         committed: Any = NO_VALUE  # a logic without notify_at cannot lose its timer
@@ -341,8 +344,11 @@ class Runner:
                         else:
                             deadlines[key] = deadline
                         deadlines_fired += act_deadlines
-                    for emit in out:  # cheaper than extend(zip(repeat(key), out)) for few emits
-                        append((key, emit))
+                    if len(out) > _FEW_EMITS:  # one C-level pass for a key's many emits
+                        extend(zip(repeat(key), out))
+                    else:  # cheaper than extend(zip(...)) for a few
+                        for emit in out:
+                            append((key, emit))
                     count += 1
                     rows += act_rows
                     late += act_late

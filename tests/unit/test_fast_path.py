@@ -286,3 +286,64 @@ def test_a_timer_lost_at_a_rebuild_warns_on_both_paths(restore):
     fast, slow = both_ways(lambda: run_result(run(TimerKeptOutside, script, restore=restore)))
     assert fast == slow
     assert fast[0] == "ok" and len(fast[2]) == 1 and "TimerKeptOutside rebuilt" in fast[2][0]
+
+
+def each_key(driver, batches):
+    """Per batch, every key's general ``activate`` in key order: its emits,
+    state, timer and armed timeout, and the batch's counts."""
+    from sparkwax.errors import NO_VALUE
+
+    stored, committed, seen = {}, {}, []
+    for now_ms, runs in batches:
+        results, counts = [], [0, 0, 0, 0]
+        for key, values in runs:
+            act = driver.activate(key, stored.get(key), values, now_ms,
+                                  committed_timer=committed.get(key, NO_VALUE))
+            results.append((act.emits, act.state, act.timer, act.armed))
+            for index, field in enumerate(("rows", "fired", "created", "discarded")):
+                counts[index] += getattr(act, field)
+            stored[key], committed[key] = act.state, act.timer
+        seen.append((results, counts))
+    return seen
+
+
+def many_keys(driver, batches):
+    """``each_key`` with each batch's keys in one ``activate_plain_keys``."""
+    from sparkwax.errors import NO_VALUE
+
+    stored, committed, seen = {}, {}, []
+    for now_ms, runs in batches:
+        keys = [key for key, _ in runs]
+        (emits, states, timers, _, armed, rows, fired, created, discarded,
+         _) = driver.activate_plain_keys(keys, [stored.get(k) for k in keys],
+                                         [values for _, values in runs],
+                                         [committed.get(k, NO_VALUE) for k in keys], now_ms)
+        seen.append((list(zip(emits, states, timers, armed)),
+                     [rows, fired, created, discarded]))
+        stored.update(zip(keys, states))
+        committed.update(zip(keys, timers))
+    return seen
+
+
+BATCHES = st.lists(st.tuples(
+    st.integers(0, 90).map(lambda minutes: int(at(minutes).timestamp() * 1000)),
+    st.dictionaries(st.sampled_from(["a", "b", 3, ("t", 1), None]),
+                    st.lists(st.one_of(st.integers(-5, 60), st.sampled_from(
+                        ["x"] * 8 + ["drop"] * 4 + ["raise", "single", "flag", "naive"])),
+                             max_size=4),
+                    max_size=4).map(lambda runs: sorted(runs.items(), key=repr))),
+    max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches=BATCHES, logic=st.sampled_from([(Wrong, False), (BatchRecorder, True)]))
+def test_many_keys_in_one_call_are_each_key_activated(batches, logic):
+    # The packed host runs a bucket's keys in one activate_plain_keys call:
+    # the same results, counts, warnings and first error as one general
+    # activation per key, in the same order.
+    builder, batch = logic
+    fast = outcome(lambda: many_keys(Driver(Step.of(builder, batch=batch)), batches))
+    with pytest.MonkeyPatch.context() as patch:
+        general_only(patch)
+        slow = outcome(lambda: each_key(Driver(Step.of(builder, batch=batch)), batches))
+    assert fast == slow
