@@ -367,7 +367,7 @@ class Driver:
                             now_ms: Optional[int]) -> Tuple[Any, ...]:
         """``_activate_plain`` of many keys at one ``now_ms``, in the order
         given, in one call with one clock (one call per key, its clock and
-        its tuple of counts cost ~25% of the packed host's Python at 100k
+        its tuple of counts cost ~20% of the packed host's Python at 100k
         keys). Per key (lists in ``keys`` order): its emits, state blob,
         timer, snapshot and armed timeout; then the counts summed over the
         keys: ``(emits, states, timers, snapshots, armed, rows, fired,
