@@ -369,9 +369,9 @@ class Driver:
         given, in one call with one clock (one call per key, its clock and
         its tuple of counts cost ~20% of the packed host's Python at 100k
         keys). Per key (lists in ``keys`` order): its emits, state blob,
-        timer, snapshot and armed timeout; then the counts summed over the
-        keys: ``(emits, states, timers, snapshots, armed, rows, fired,
-        created, discarded, callback_us)``. A key's error stops the call.
+        timer and armed timeout; then the counts summed over the keys:
+        ``(emits, states, timers, armed, rows, fired, created, discarded,
+        callback_us)``. A key's error stops the call.
 
         >>> from sparkwax.step import Step
         >>> from sparkwax.testing.reference import Counter
@@ -385,19 +385,17 @@ class Driver:
         all_emits: List[List[Any]] = []
         states: List[Optional[bytes]] = []
         timers: List[Optional[int]] = []
-        snapshots: List[Any] = []
         armed_list: List[Optional[int]] = []
         rows = fired = created = discarded = 0
         plain_key = self._plain_key
         token = set_clock(self._plain_clock(now_ms))
         try:
             for key, blob, key_values, committed_timer in zip(keys, stored, values, committed):
-                emits, state, timer, snapshot, armed, key_fired = plain_key(
+                emits, state, timer, _, armed, key_fired = plain_key(
                     key, blob, key_values, committed_timer, now_ms)
                 all_emits.append(emits)
                 states.append(state)
                 timers.append(timer)
-                snapshots.append(snapshot)
                 armed_list.append(armed)
                 rows += len(key_values)
                 fired += key_fired
@@ -407,8 +405,8 @@ class Driver:
                     discarded += 1
         finally:
             reset_clock(token)
-        return (all_emits, states, timers, snapshots, armed_list, rows, fired, created,
-                discarded, (perf_counter_ns() - started) // 1000)
+        return (all_emits, states, timers, armed_list, rows, fired, created, discarded,
+                (perf_counter_ns() - started) // 1000)
 
     def _plain_clock(self, now_ms: Optional[int]) -> Optional[Clock]:
         """The clock of a plain activation at ``now_ms`` (the last one's when equal)."""
@@ -423,7 +421,6 @@ class Driver:
                    committed_timer: Any, now_ms: Optional[int]) -> Tuple[Any, ...]:
         """One plain activation, its clock already set: ``(emits, state,
         timer, snapshot, armed, fired)``."""
-        builder, entry, batch = self.builder, self._entry, self.batch
         fired = 0
         kind = type(key)
         if kind is not str and kind is not int:
@@ -442,10 +439,10 @@ class Driver:
             if resume is _MISSING:
                 resume = recovery.decode(blob, step_id=self.step_id, key=key)
             try:  # as _build (a plain step knows it has no deadlines)
-                logic = builder(resume)
+                logic = self.builder(resume)
             except Exception as error:
                 raise self._builder_raised(key, resume, error) from error
-            if not callable(getattr(logic, entry, None)):
+            if not callable(getattr(logic, self._entry, None)):
                 raise self._not_a_logic(key, logic)
             try:  # 2. the timer (as _next_timer; read once for both uses)
                 moment = logic.notify_at()
@@ -459,7 +456,7 @@ class Driver:
                 fired = 1
                 if self._call(key, logic, "on_notify", emits):
                     logic = None
-        if len(key_values) and batch:  # 3. items (as _run: one on_batch)
+        if len(key_values) and self.batch:  # 3. items (as _run: one on_batch)
             touched = True
             if logic is None:
                 logic = self._build(key, None)

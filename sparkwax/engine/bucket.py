@@ -121,23 +121,15 @@ class Bucket:
         return self.entry(key)[1]
 
     def entry(self, key) -> Tuple[Optional[bytes], Optional[int]]:
-        """``(get(key), timer(key))`` in one lookup (the packed host's per-key
-        read: plain lists, read once per bucket, not numpy scalars)."""
-        if key in self._changes:
-            change = self._changes[key]
-            return (None, None) if change is None else (change[0], change[1])
-        position = self.positions().get(key)
-        if position is None:
-            return None, None
-        ends, timers = self._as_lists()
-        timer = timers[position]  # _plain, inline: once per key run
-        return (self.buffer[ends[position - 1] if position else 0:ends[position]],
-                None if timer == NONE else timer)
+        """``(get(key), timer(key))`` in one lookup (``entries_of`` for one key)."""
+        blobs, timers = self.entries_of((key,))
+        return blobs[0], timers[0]
 
     def entries_of(self, keys: Sequence[Any]) -> Tuple[List[Optional[bytes]],
                                                        List[Optional[int]]]:
         """``entry`` of each of ``keys``, as two lists: the blobs and the
-        timers (one call per bucket, not per key).
+        timers (the packed host's read: one call per bucket, from plain lists
+        read once per bucket, not numpy scalars).
 
         >>> bucket = Bucket.empty(); bucket.put("a", b"x", 5, 4)
         >>> bucket.entries_of(["a", "z"])

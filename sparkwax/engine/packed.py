@@ -54,6 +54,22 @@ class KeyRuns:
         self.times = times
         self.order = order
 
+    def values_of(self, keys: Sequence[Any]) -> List[Sequence[Any]]:
+        """Each key's values (``rows``' first part; ``()`` for a key without
+        rows), as one list.
+
+        >>> runs = KeyRuns(["a", "b"], [0, 2, 3], [1, 2, 3], None, None)
+        >>> runs.values_of(["b", "z", "a"])
+        [[3], (), [1, 2]]
+        """
+        get, bounds, values = self.positions.get, self.bounds, self.values
+        found: List[Sequence[Any]] = []
+        for key in keys:
+            position = get(key)
+            found.append(() if position is None
+                         else values[bounds[position]:bounds[position + 1]])
+        return found
+
     def rows(self, position: int) -> Tuple[Sequence[Any], Optional[list], Optional[List[list]]]:
         begin, end = self.bounds[position], self.bounds[position + 1]
         times, order = self.times, self.order
@@ -183,15 +199,10 @@ class PackedHost:
                    ) -> Tuple[StepMetrics, list]:
         """``keys`` through ``Driver.activate_plain_keys``, their results
         recorded in ``bucket``: the counts and the emitted groups."""
-        get, bounds, all_values = runs.positions.get, runs.bounds, runs.values
-        values = []
-        for key in keys:
-            position = get(key)
-            values.append(() if position is None
-                          else all_values[bounds[position]:bounds[position + 1]])
         stored, committed = bucket.entries_of(keys)
-        (emits, states, timers, _, armed, rows, fired, created, discarded,
-         callback_us) = self.driver.activate_plain_keys(keys, stored, values, committed, now_ms)
+        (emits, states, timers, armed, rows, fired, created, discarded,
+         callback_us) = self.driver.activate_plain_keys(keys, stored, runs.values_of(keys),
+                                                        committed, now_ms)
         bucket.put_all(keys, states, timers, armed if self.timeout_conf != NO_TIMEOUT else None)
         single = self.single
         emitted = [(key, (key,) if single else key, out)

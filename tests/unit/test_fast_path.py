@@ -314,7 +314,7 @@ def many_keys(driver, batches):
     stored, committed, seen = {}, {}, []
     for now_ms, runs in batches:
         keys = [key for key, _ in runs]
-        (emits, states, timers, _, armed, rows, fired, created, discarded,
+        (emits, states, timers, armed, rows, fired, created, discarded,
          _) = driver.activate_plain_keys(keys, [stored.get(k) for k in keys],
                                          [values for _, values in runs],
                                          [committed.get(k, NO_VALUE) for k in keys], now_ms)
