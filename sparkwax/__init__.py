@@ -6,7 +6,7 @@
 
 The Spark entry points (``stateful``, ``stateful_batch``, ``connect``, ``join``,
 ``split_late``, ``value_fields``, ``value_struct``, ``local_session``, ``start``,
-``finish``, ``follow``) import pyspark on first use, so ``import sparkwax`` works
+``finish``, ``follow``, ``read_state``) import pyspark on first use, so ``import sparkwax`` works
 without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 """
 
@@ -27,7 +27,8 @@ if _os.environ.get("SPARKWAX_FAILURE_FILE"):  # under `sparkwax submit`: its sho
     from .failure import install_hook as _install_hook
     _install_hook()
 
-_ENGINE_NAMES = ("finish", "follow", "local_session", "start", "stateful", "stateful_batch")
+_ENGINE_NAMES = ("finish", "follow", "local_session", "read_state", "start", "stateful",
+                 "stateful_batch")
 _FRAME_NAMES = ("connect", "join", "split_late", "value_fields", "value_struct")
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time,
     # __getattr__ below imports them (and pyspark) on first use.
     from .engine import (finish as finish, follow as follow, local_session as local_session,
-                         start as start, stateful as stateful, stateful_batch as stateful_batch)
+                         read_state as read_state, start as start, stateful as stateful, stateful_batch as stateful_batch)
     from .frames import (connect as connect, join as join, split_late as split_late,
                          value_fields as value_fields, value_struct as value_struct)
 

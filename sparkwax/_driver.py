@@ -598,6 +598,26 @@ class Driver:
         """A committed snapshot, decoded (errors name the step and key)."""
         return recovery.decode(stored, step_id=self.step_id, key=key)
 
+    def restore_check(self, key: Any, stored: bytes, now_ms: Optional[int] = None,
+                      processing_ms: Optional[int] = None
+                      ) -> Tuple[bytes, Optional[int], Optional[int]]:
+        """What a restart does with a stored snapshot, then what its commit
+        does, with no callback that takes input (``sparkwax state check``):
+        ``builder(decode(stored))``, ``encode(snapshot())``, ``notify_at()``
+        and, for a logic with deadlines, ``processing_notify_at()``, each
+        validated as in an activation (the same errors: SnapshotError,
+        BuilderError, CallbackError, NotifyAtError), at the clock ``now_ms``.
+        Returns ``(blob, timer, deadline)``."""
+        token = set_clock(self._clock_at(now_ms, processing_ms))
+        try:
+            logic = self._restore(key, stored)
+            blob = recovery.encode(self.snapshot(key, logic), step_id=self.step_id, key=key)
+            timer = self._next_timer(key, logic)
+            deadline = self._next_deadline(key, logic) if self.two_clocks else None
+        finally:
+            reset_clock(token)
+        return blob, timer, deadline
+
     def check_key(self, key: Any, values: Sequence[Any]) -> None:
         """Null and NaN keys are refused: they are almost always a data bug."""
         kind = type(key)

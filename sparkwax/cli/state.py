@@ -3,7 +3,7 @@
 ``show`` decodes every key's snapshot through Spark's ``statestore`` reader
 and prints key, snapshot (repr, cut), size and next timer, then a summary
 line; ``--json`` prints one JSON object per key (sorted by key; the snapshot
-as JSON: see ``sparkwax.cli.snapshot_json``) and a summary line instead.
+as JSON: see ``sparkwax.snapshot_json``) and a summary line instead.
 ``clear`` removes the checkpoint after a confirmation (``--yes`` skips it),
 and refuses while a query seems to be running on it. Checkpoints are read
 through Spark's file systems (any URI Spark can write a checkpoint to:
@@ -21,7 +21,7 @@ from typing import List
 
 from ..errors import ConfigError, SparkwaxError, short_repr
 from ..paths import local_folder
-from .snapshot_json import json_value
+from ..snapshot_json import json_value
 
 _SNAPSHOT_WIDTH = 60
 # The reader's own session (when no --master): one core, one shuffle partition, a

@@ -12,6 +12,7 @@ from .plan import STATE_SCHEMA, stateful, stateful_batch
 from .progress import follow
 from .session import STATE_STORES, local_session
 from .start import start
+from .state import read_state
 
 __all__ = ["STATE_SCHEMA", "STATE_STORES", "SchemaError", "finish", "follow", "local_session",
-           "start", "stateful", "stateful_batch"]
+           "read_state", "start", "stateful", "stateful_batch"]

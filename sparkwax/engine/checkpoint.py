@@ -39,14 +39,21 @@ class StateEntry:
     partition: int
 
 
-def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None):
-    """The raw state rows of a sparkwax step (``key`` struct, ``value`` struct)."""
+def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None,
+                changes: Optional[Tuple[int, Optional[int]]] = None):
+    """The raw state rows of a sparkwax step (``key`` struct, ``value`` struct);
+    ``changes=(start, end)``: Spark's change feed of those batches instead
+    (``batch_id`` and ``change_type`` columns; ``end`` None: to the last)."""
     store = storage_for(spark)
     require_checkpoint(store, checkpoint)
     check_logs(store, checkpoint, sorted(_recorded_steps(store, checkpoint)))
     reader = spark.read.format("statestore").option("operatorId", operator_id)
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
+    if changes is not None:
+        reader = reader.option("readChangeFeed", True).option("changeStartBatchId", changes[0])
+        if changes[1] is not None:
+            reader = reader.option("changeEndBatchId", changes[1])
     try:
         with explained(spark, checkpoint, operator=operator_id):
             frame = reader.load(checkpoint)

@@ -12,7 +12,7 @@ MODULES = [
     "sparkwax.testing.strategies.check", "sparkwax.cli.state",
     "sparkwax.operators.windows.windowers", "sparkwax.operators.windows._aggs",
     "sparkwax.cli.demo.report", "sparkwax.paths", "sparkwax.engine.progress",
-    "sparkwax.cli.snapshot_json",
+    "sparkwax.snapshot_json", "sparkwax.engine.state.rows",
     "sparkwax.operators.windows.out", "sparkwax.cli.demo.options", "sparkwax.clock",
     "sparkwax.metrics", "sparkwax.cli.demo.hosts", "sparkwax.step", "sparkwax.sides",
     "sparkwax.builders", "sparkwax.expiry", "sparkwax.limits", "sparkwax.batchlog",

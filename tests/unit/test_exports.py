@@ -18,7 +18,7 @@ PUBLIC = {
         "ProcessingTime", "RETAIN", "ReturnValueError", "SchemaError", "SnapshotError",
         "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "connect",
         "current_clock", "finish", "follow", "join", "local_session", "now", "processing_now",
-        "split_late", "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
+        "read_state", "split_late", "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
     ],
     "sparkwax.operators": [
         "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",
