@@ -14,6 +14,7 @@ a restart whose steps differ, saying what changed.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Callable, Dict, List, Optional
 
 from ..checkpoint_files import STEPS_FILE
@@ -23,7 +24,10 @@ from .progress import follow, stop_on_signals
 from .query import Query
 from .replay import keep_batch_plan
 from .session import STATE_STORES
+from .state.rescale import finish_interrupted
 from .storage import join_path, storage_for
+
+_LOG = logging.getLogger("sparkwax")
 
 STEP_METADATA = "sparkwax.step"
 STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
@@ -41,13 +45,17 @@ def step_descriptions(frame) -> List[Dict[str, Any]]:
 
 
 def check_checkpoint(store, checkpoint: str, steps: List[Dict[str, Any]],
-                     confs: Dict[str, str]) -> None:
+                     confs: Dict[str, str], sink: Optional[Dict[str, str]] = None) -> None:
     """Compare with what the checkpoint was started with; record it the first
     time. ``store`` is the session's storage (``storage_for(spark)``). A
     damaged steps file, offset or commit log is a ``CheckpointError`` naming
-    the file (the steps file is never overwritten)."""
+    the file (the steps file is never overwritten). ``sink`` (its format and
+    path, which may change between runs) is recorded for ``rescale``, which
+    writes the file sink's log entry of its batch."""
     path = join_path(checkpoint, STEPS_FILE)
-    current = {"steps": {s["step_id"]: s for s in steps}, "confs": confs}
+    current: Dict[str, Any] = {"steps": {s["step_id"]: s for s in steps}, "confs": confs}
+    if sink:
+        current["sink"] = sink
     saved = read_steps(store, checkpoint)
     check_logs(store, checkpoint, sorted(s["step_id"] for s in steps))
     if saved is None:
@@ -154,7 +162,12 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     steps = step_descriptions(frame)
     spark = frame.sparkSession
     confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
-    check_checkpoint(storage_for(spark), checkpoint, steps, confs)
+    store = storage_for(spark)
+    interrupted = finish_interrupted(spark, checkpoint) if store.exists(checkpoint) else None
+    if interrupted:
+        _LOG.warning("sparkwax: %s", interrupted)
+    sink = {"format": format, "path": path} if foreach_batch is None and path else None
+    check_checkpoint(store, checkpoint, steps, confs, sink)
     keep_batch_plan(spark, checkpoint)  # a file source's next batch, logged before a stop
     writer = frame.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if query_name:

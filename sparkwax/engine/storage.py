@@ -169,6 +169,25 @@ class HadoopStorage:
         fs, hadoop_path = self._fs(path)
         fs.delete(hadoop_path, True)
 
+    def rename(self, source: str, target: str) -> None:
+        """Move a file within one file system (its folder is made first); a
+        ConfigError if the file system refuses (e.g. ``target`` exists)."""
+        fs, source_path = self._fs(source)
+        _, target_path = self._fs(target)
+        fs.mkdirs(target_path.getParent())
+        if not fs.rename(source_path, target_path):
+            raise ConfigError(f"cannot move {source!r} to {target!r} (does the target exist?)")
+
+    def folders(self, path: str) -> List[FileEntry]:
+        """Every entry of folder ``path``, hidden ones (``_metadata``) included."""
+        fs, hadoop_path = self._fs(path)
+        if not fs.exists(hadoop_path):
+            return []
+        return sorted((FileEntry(s.getPath().getName(), s.getPath().toString(),
+                                 int(s.getModificationTime()), bool(s.isDirectory()),
+                                 -1 if s.isDirectory() else int(s.getLen()))
+                       for s in fs.listStatus(hadoop_path)), key=lambda entry: entry.name)
+
 
 class SparkStorage:
     """The same operations through Spark reads and writes (for Spark Connect)."""

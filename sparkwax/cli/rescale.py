@@ -1,0 +1,55 @@
+"""``sparkwax state rescale CHECKPOINT --partitions N [--buckets B]``: a
+stopped query's state in another number of state partitions (and a packed
+step's keys in another number of buckets); see
+``sparkwax.engine.state.rescale`` and docs/deploy.md, "Growing".
+
+It prints what it did and how to restart::
+
+    rescaled /data/ck: state partitions 2 -> 5, buckets 8 -> 20 (batch 2 holds the
+    rescaled state; restart the query with spark.sql.shuffle.partitions=5)
+
+Exit codes: 0 rescaled (with ``--finish``: an interrupted rescale finished
+or undone, or none found), 2 refused (the checkpoint unchanged, the reason
+printed). An interrupted rescale is always finished or undone first, with a
+line saying which.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_rescale_parser(actions, checkpoint_help: str) -> argparse.ArgumentParser:
+    rescale = actions.add_parser(
+        "rescale", help="change the number of state partitions (and buckets) of a stopped query")
+    rescale.add_argument("checkpoint", help=checkpoint_help)
+    rescale.add_argument("--partitions", type=int, required=False,
+                         help="the new number of state partitions (spark.sql.shuffle."
+                              "partitions of the restarted query)")
+    rescale.add_argument("--buckets", type=int, default=None,
+                         help="a packed step's new bucket count (default: 4 x partitions when "
+                              "the step used the default, else its own count)")
+    rescale.add_argument("--sink", default=None,
+                         help="the file sink's folder (default: the one sw.start recorded)")
+    rescale.add_argument("--force", action="store_true",
+                         help="rescale even if a log was written in the last 10 s (the query "
+                              "is stopped)")
+    rescale.add_argument("--finish", action="store_true",
+                         help="only finish or undo an interrupted rescale, then stop")
+    return rescale
+
+
+def run_rescale(args: argparse.Namespace, spark) -> int:
+    from ..engine.state.rescale import RescaleError, finish_interrupted, rescale
+
+    done = finish_interrupted(spark, args.checkpoint)
+    if done:
+        print(done)
+    if args.finish:
+        return 0
+    if args.partitions is None:
+        raise RescaleError("--partitions N is required (or --finish)")
+    result = rescale(args.checkpoint, args.partitions, buckets=args.buckets, sink=args.sink,
+                     spark=spark, idle_seconds=0 if args.force else 10.0)
+    print(result)
+    return 0
