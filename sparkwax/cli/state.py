@@ -22,6 +22,7 @@ from typing import List
 from ..errors import ConfigError, SparkwaxError, short_repr
 from ..paths import local_folder
 from ..snapshot_json import json_value
+from .state_check import add_check_parser, run_check
 
 _SNAPSHOT_WIDTH = 60
 # The reader's own session (when no --master): one core, one shuffle partition, a
@@ -47,7 +48,7 @@ def state_command(parser: argparse.ArgumentParser):
     clear: remove CHECKPOINT (offsets, commits and state) so the query starts
     over from its source; asks for confirmation unless --yes.
     """
-    actions = parser.add_subparsers(dest="action", metavar="{show,clear}", required=True)
+    actions = parser.add_subparsers(dest="action", metavar="{show,clear,check}", required=True)
     show = actions.add_parser("show", help="print the live keys and their snapshots")
     show.add_argument("checkpoint", help=_CHECKPOINT_HELP)
     show.add_argument("--key", help="only this key (first key column, as a string)")
@@ -66,6 +67,7 @@ def state_command(parser: argparse.ArgumentParser):
                        help="clear even if a query seems to be running on it")
     for action in (show, clear):
         _session_options(action)
+    add_check_parser(actions, _CHECKPOINT_HELP, _session_options)
     return run
 
 
@@ -117,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "show":
             return _show(args)
+        if args.action == "check":
+            return run_check(args, _session)
         return _clear(args)
     except SparkwaxError as error:
         print(f"sparkwax state: {error}", file=sys.stderr)
@@ -124,23 +128,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args) -> int:
-    from ..engine.checkpoint import read_state
+    from ..engine.state.show import shown_state
 
     spark = _session(args, "sparkwax-state")
-    entries, summary = read_state(spark, args.checkpoint, operator_id=args.operator,
-                                  key=args.key, limit=args.limit or None)
+    entries, summary, deadlines = shown_state(
+        spark, args.checkpoint, operator_id=args.operator, key=args.key,
+        limit=args.limit or None, as_repr=not args.json)  # decoded on the executors
     if args.json:
         for entry in entries:
-            snapshot = (json_value(entry.snapshot) if not isinstance(entry.snapshot, Exception)
-                        else {"$error": str(entry.snapshot)})
+            snapshot = entry.snapshot if entry.error is None else {"$error": entry.error}
+            extra = {"deadline": _iso(entry.deadline, None)} if deadlines else {}
             print(json.dumps({"key": json_value(entry.key), "snapshot": snapshot,
-                              "bytes": entry.size, "timer": _iso(entry.timer, None),
+                              "bytes": entry.size, "timer": _iso(entry.timer, None), **extra,
                               "partition": entry.partition}))
         print(json.dumps({"summary": json_value(summary)}))
         return 0
-    rows = [[short_repr(e.key), _cut(repr(e.snapshot)), str(e.size), _iso(e.timer)]
+    rows = [[short_repr(e.key), _cut(e.snapshot if e.error is None else f"<{e.error}>"),
+             str(e.size), _iso(e.timer)] + ([_iso(e.deadline)] if deadlines else [])
             for e in entries]
-    print_table(["key", "snapshot", "bytes", "next timer"], rows)
+    print_table(["key", "snapshot", "bytes", "next timer"] + (["deadline"] if deadlines else []),
+                rows)
     print(summary_line(summary, len(entries), args.key))
     return 0
 

@@ -41,7 +41,7 @@ import importlib.util
 import logging
 import os
 import sys
-from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from .shipping import cache_dir, zip_bytes
 
@@ -320,5 +320,34 @@ def _kilobytes(size: int) -> str:
     return f"{max(1, round(size / 1024))} KB"
 
 
+
+
+def ship_app_file(spark, location: str, module: Any = None) -> Optional[str]:
+    """For a logic the driver loaded from ``path/app.py`` (``sparkwax state
+    check``): the app's ``module`` travels by value (PySpark's cloudpickle),
+    and the local modules it imports are zipped and added to ``spark``'s job
+    (``addPyFile``; over Spark Connect, an artifact). A ``package.module``
+    location ships nothing: it imports where it is installed."""
+    if not (location.endswith(".py") or "/" in location):
+        return None
+    from pyspark import cloudpickle
+
+    if module is not None:
+        cloudpickle.register_pickle_by_value(module)
+    found = find_app_modules(location)
+    for problem in found.unresolved:
+        log.warning("sparkwax: %s", problem.describe())
+    if not found.files:
+        return None
+    path = build_app_zip(found)
+    sc = getattr(spark, "_sc", None)
+    if sc is not None:
+        sc.addPyFile(path)
+    else:
+        spark.addArtifacts(path, pyfile=True)
+    log.info("%s as %s", found.summary(), path)
+    return path
+
+
 __all__ = ["AppModules", "Unresolved", "build_app_zip", "find_app_modules", "is_app_zip",
-           "project_root", "search_roots", "ship_app_modules"]
+           "project_root", "search_roots", "ship_app_file", "ship_app_modules"]
