@@ -32,8 +32,8 @@ def add_rescale_parser(actions, checkpoint_help: str) -> argparse.ArgumentParser
     rescale.add_argument("--sink", default=None,
                          help="the file sink's folder (default: the one sw.start recorded)")
     rescale.add_argument("--force", action="store_true",
-                         help="rescale even if a log was written in the last 10 s (the query "
-                              "is stopped)")
+                         help="do not wait for the checkpoint's logs to be 10 s old (the "
+                              "query is stopped)")
     rescale.add_argument("--finish", action="store_true",
                          help="only finish or undo an interrupted rescale, then stop")
     return rescale

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import json
 import re
+import time as wall_clock
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...checkpoint_files import STEPS_FILE, state_file_name
 from ...errors import CheckpointError, ConfigError
 from ...paths import join_path
-from ..checkpoint import active_session, require_checkpoint, running_query_hint
+from ..checkpoint import active_session, require_checkpoint
 from ..diagnose import last_commit, operators, read_steps
 from ..storage import is_connect, storage_for
 from . import batch_logs
@@ -82,8 +83,8 @@ def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
     ``partitions`` when the step used the default, else its own count).
     ``sink``: the file sink's folder (default: the one ``sw.start``
     recorded). Refuses while a query seems to run on it (a query of this
-    session, or a log written in the last ``idle_seconds``: 0 turns that
-    check off). ``spark`` defaults to the active session."""
+    session, or a log written again while it waits until the newest log is
+    ``idle_seconds`` old; 0 turns that wait off). ``spark`` defaults to the active session."""
     spark = active_session(spark, "rescale")
     if is_connect(spark):
         raise RescaleError("rescale needs a classic SparkSession (it moves Spark's state "
@@ -265,11 +266,22 @@ def _refuse_running(spark, checkpoint: str, idle_seconds: float) -> None:
             raise RescaleError(f"{checkpoint} is in use by query {query.name or query.id} of "
                                "this session: stop it first (Spark rescales only a stopped "
                                "query's state)")
-    busy = running_query_hint(spark, checkpoint, idle_seconds) if idle_seconds > 0 else None
-    if busy:
-        raise RescaleError(f"{checkpoint} looks in use: {busy}; stop the query first (Spark "
-                           "rescales only a stopped query's state), or pass idle_seconds=0 / "
-                           "--force if it is stopped")
+    if idle_seconds <= 0:
+        return
+    store = storage_for(spark)
+    newest = _newest_log_ms(store, checkpoint)
+    wait = idle_seconds - (wall_clock.time() - newest / 1000)
+    if newest and wait > 0:  # just stopped, or running: a running query writes again
+        wall_clock.sleep(wait)
+        if _newest_log_ms(store, checkpoint) != newest:
+            raise RescaleError(f"{checkpoint} is in use: a query wrote its logs in the last "
+                               f"{idle_seconds:.0f} s; stop it first (Spark rescales only a "
+                               "stopped query's state)")
+
+
+def _newest_log_ms(store, checkpoint: str) -> int:
+    return max((entry.modified_ms for log in ("offsets", "commits")
+                for entry in store.list(join_path(checkpoint, log))), default=0)
 
 
 def _record(store, checkpoint: str, number: int, record: Dict[str, Any]) -> None:

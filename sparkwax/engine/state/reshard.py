@@ -181,11 +181,10 @@ def write_state(spark, rows, layout: StateLayout, work: str, partitions: int,
                F.col(_TIMEOUT)]
     timeout_conf = "NoTimeout"
     if layout.timed:  # any timeout is stored as it is: under EventTimeTimeout, as a timestamp
-        timeout_conf = "EventTimeTimeout"
-        columns.append(F.timestamp_millis(F.lit(0)).alias(_WATERMARK))
+        timeout_conf = "EventTimeTimeout"  # (which needs a watermarked column: a null one,
+        columns.append(F.lit(None).cast(T.TimestampType()).alias(  # never late, never moving)
+            _WATERMARK, metadata={"spark.watermarkDelayMs": 0}))
     staged = source.select(*columns)
-    if layout.timed:
-        staged = staged.withWatermark(_WATERMARK, "0 seconds")
     names = layout.key_schema.fieldNames()
     stored = staged.groupBy(*[F.col(f"`{n}`") for n in names]).applyInPandasWithState(
         ship_function(spark, _store_row(layout.state_schema.fieldNames())),

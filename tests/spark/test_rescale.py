@@ -1,0 +1,250 @@
+"""Growing a running app: its checkpoint rescaled from a laptop's state
+partitions (and packed buckets) to a cluster's, without losing a key.
+
+The commands are docs/deploy.md's "Growing" blocks (examples/growing_app.py,
+``sparkwax state rescale``): two micro-batches on sparkwax's defaults, a
+rescale 2 -> 5 partitions (packed: 8 -> 20 buckets), two more batches on
+``local-cluster[2,1,1024]``. The sink, read with ``spark.read``, must equal a
+run that never rescaled and the offline runner, per key, and the restarted
+query must run 5 state partitions. A ``kill -9`` of the rescale at a random
+moment leaves a checkpoint that the next start finishes or undoes.
+"""
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import sparkwax as sw
+from sparkwax.engine.checkpoint import read_entries
+from sparkwax.engine.state.rescale import FOLDER, RescaleError, finish_interrupted, rescale
+from sparkwax.testing import Batch, run
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "examples" / "growing_app.py"
+DOC = REPO / "docs" / "deploy.md"
+sys.path.insert(0, str(APP.parent))
+sys.path.insert(0, str(REPO / "tests"))
+import growing_app  # noqa: E402  (examples/ is not a package)
+from spark_confs import confs  # noqa: E402
+from pyspark import cloudpickle  # noqa: E402
+
+cloudpickle.register_pickle_by_value(growing_app)  # workers cannot import examples/
+
+T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
+FILES = 4
+
+
+def _events(files: int = FILES, users: int = 9, seed: int = 7):
+    """One list of ``(user, event)`` per file; time moves on, some users
+    pause for more than 5 minutes (their totals close), also across the
+    rescale (between files 1 and 2)."""
+    rng = random.Random(seed)
+    batches, clock = [], T0
+    for _ in range(files):
+        items = []
+        for _ in range(12):
+            clock += timedelta(seconds=rng.randint(5, 90))
+            items.append((f"u{rng.randrange(users)}", {"ts": clock, "amount": rng.randint(1, 20)}))
+        batches.append(items)
+    return batches
+
+
+def _write(folder: Path, number: int, items) -> None:
+    folder.mkdir(exist_ok=True)
+    path = folder / f"part-{number:03d}.json"
+    path.write_text("".join(json.dumps({"user": k, "ts": v["ts"].isoformat(),
+                                        "amount": v["amount"]}) + "\n" for k, v in items))
+    os.utime(path, (1_700_000_000 + number,) * 2)
+
+
+def doc_commands(marker: str) -> list:
+    """The commands of the ```console block after ``<!-- marker -->`` in deploy.md."""
+    text = DOC.read_text()
+    block = text[text.index(f"<!-- {marker} -->"):]
+    block = block[block.index("```console") + len("```console"):]
+    block = block[:block.index("```")]
+    lines = [line[2:] for line in block.strip().splitlines() if line.startswith("$ ")]
+    assert lines, marker
+    return lines
+
+
+def _run(command: str, folder: Path, extra=()) -> str:
+    """A docs command with its example folders put under ``folder``."""
+    args = command.replace("in/", f"{folder}/in/").replace("out/", f"{folder}/out/") \
+        .replace("ck/", f"{folder}/ck/").split()
+    if args[0] == "python":
+        args[0] = sys.executable
+    elif args[0] == "sparkwax":
+        args[:1] = [sys.executable, "-m", "sparkwax.cli"]
+    done = subprocess.run([*args, *extra], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, start_new_session=True)
+    assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
+    return done.stdout
+
+
+def _by_key(rows):
+    found = {}
+    for row in rows:
+        found.setdefault(row["user"], Counter())[(row["kind"], row["total"], row["purchases"])] += 1
+    return found
+
+
+def _offline(batches):
+    result = run(growing_app.Totals, [Batch(items) for items in batches], time=growing_app.TIME)
+    return {key: Counter(tuple(out[f] for f in ("kind", "total", "purchases")) for out in outs)
+            for key, outs in result.by_key.items()}
+
+
+def _reference(spark, tmp: Path, batches, host: str):
+    """The same two runs on the shared local[2] session, never rescaled."""
+    for phase in ((0, 1), (2, 3)):
+        for number in phase:
+            _write(tmp / "in", number, batches[number])
+        query = sw.start(growing_app.build(spark, str(tmp / "in"), host),
+                         checkpoint=str(tmp / "ck"), path=str(tmp / "out"),
+                         trigger={"availableNow": True})
+        query.awaitTermination()
+    return _by_key(spark.read.parquet(str(tmp / "out")).collect())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+def test_grow_from_laptop_to_cluster(spark, tmp_path, host):
+    batches = _events()
+    extra = ["--host", host]
+    laptop, rescale_command, cluster = doc_commands("growing-commands")[:3]
+    for number in (0, 1):
+        _write(tmp_path / "in", number, batches[number])
+    assert "done: 2 state partitions" in _run(laptop, tmp_path, extra)
+    said = _run(rescale_command, tmp_path)
+    assert "state partitions 2 -> 5" in said, said
+    assert ("buckets 8 -> 20" in said) == (host == "packed"), said
+    for number in (2, 3):
+        _write(tmp_path / "in", number, batches[number])
+    assert "done: 5 state partitions" in _run(cluster, tmp_path, extra)
+
+    got = _by_key(spark.read.parquet(str(tmp_path / "out")).collect())
+    assert got == _reference(spark, tmp_path / "reference", batches, host)
+    assert got == _offline(batches)
+    assert any(kind == "closed" for outs in got.values() for kind, _, _ in outs)
+    assert not (tmp_path / "ck" / FOLDER).exists()
+
+
+def _checkpoint_with_two_batches(spark, tmp: Path, host: str, batches):
+    for number in (0, 1):
+        _write(tmp / "in", number, batches[number])
+    query = sw.start(growing_app.build(spark, str(tmp / "in"), host),
+                     checkpoint=str(tmp / "ck"), path=str(tmp / "out"),
+                     trigger={"availableNow": True})
+    query.awaitTermination()
+    return {e.key: (e.snapshot, e.timer) for e in read_entries(spark, str(tmp / "ck"))}
+
+
+def test_rescale_refuses_what_it_cannot_do_and_changes_nothing(spark, tmp_path):
+    batches = _events(files=2)
+    _checkpoint_with_two_batches(spark, tmp_path, "per_key", batches)
+    checkpoint = str(tmp_path / "ck")
+    listing = sorted(str(p) for p in (tmp_path / "ck").rglob("*"))
+    with pytest.raises(RescaleError, match="already has 2 state partitions"):
+        rescale(checkpoint, 2, spark=spark, idle_seconds=0)
+    with pytest.raises(RescaleError, match="per-key step: it has no buckets"):
+        rescale(checkpoint, 3, buckets=9, spark=spark, idle_seconds=0)
+    with pytest.raises(RescaleError, match="positive int"):
+        rescale(checkpoint, 0, spark=spark, idle_seconds=0)
+    assert sorted(str(p) for p in (tmp_path / "ck").rglob("*")) == listing
+
+
+def test_rescale_refuses_a_running_query(spark, tmp_path):
+    _write(tmp_path / "in", 0, _events(files=1)[0])
+    query = sw.start(growing_app.build(spark, str(tmp_path / "in")),
+                     checkpoint=str(tmp_path / "ck"), path=str(tmp_path / "out"),
+                     trigger={"processingTime": "200 milliseconds"})
+    try:
+        query.spark_query.processAllAvailable()
+        with pytest.raises(RescaleError, match="in use by query"):
+            rescale(str(tmp_path / "ck"), 3, spark=spark, idle_seconds=0)
+    finally:
+        query.stop()
+
+
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host):
+    """In one session: the state read after the rescale is the state before
+    it; the restarted query (5 partitions) continues it exactly; a second
+    rescale back down to 1 partition, then finish, equals offline."""
+    batches = _events()
+    before = _checkpoint_with_two_batches(spark, tmp_path, host, batches)
+    checkpoint = str(tmp_path / "ck")
+    result = rescale(checkpoint, 5, spark=spark, idle_seconds=0)
+    assert result.partitions == (2, 5)
+    assert result.buckets == ((8, 20) if host == "packed" else None)
+    after = {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)}
+    assert after == before and after
+    assert {e.partition for e in read_entries(spark, checkpoint)} <= set(range(5))
+    with confs(spark, {"spark.sql.shuffle.partitions": "5"}):
+        for number in (2, 3):
+            _write(tmp_path / "in", number, batches[number])
+        query = sw.start(growing_app.build(spark, str(tmp_path / "in"), host),
+                         checkpoint=checkpoint, path=str(tmp_path / "out"),
+                         trigger={"availableNow": True})
+        query.awaitTermination()
+        assert query.spark_query.lastProgress["stateOperators"][0]["numShufflePartitions"] == 5
+    assert _by_key(spark.read.parquet(str(tmp_path / "out")).collect()) == _offline(batches)
+    rescale(checkpoint, 1, spark=spark, idle_seconds=0)
+    offline = run(growing_app.Totals, [Batch(items) for items in batches], time=growing_app.TIME)
+    assert {e.key: e.snapshot for e in read_entries(spark, checkpoint)} == offline.snapshots
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3])
+def test_kill_9_during_rescale_leaves_a_usable_checkpoint(spark, tmp_path, seed):
+    """A rescale in its own process, killed with SIGKILL after a random
+    delay; then ``finish_interrupted`` (what sw.start and the state
+    commands run first) says "as it was" or "rescaled", the state is the
+    state before, and the query continues to the offline result."""
+    batches = _events()
+    before = _checkpoint_with_two_batches(spark, tmp_path, "packed", batches)
+    checkpoint = str(tmp_path / "ck")
+    command = [sys.executable, "-m", "sparkwax.cli", "state", "rescale", checkpoint,
+               "--partitions", "3", "--force"]
+    rng = random.Random(seed)
+    outcomes = []
+    for attempt in range(3):
+        started = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            time.sleep(rng.uniform(6, 16))
+        finally:
+            os.killpg(started.pid, signal.SIGKILL)
+            started.wait()
+        said = finish_interrupted(spark, checkpoint) or "nothing in progress"
+        outcomes.append(said)
+        state = {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)}
+        assert state == before, said
+        if said.startswith("rescaled") or _partitions(checkpoint) == 3:
+            break
+    print(outcomes)
+    partitions = _partitions(checkpoint)
+    with confs(spark, {"spark.sql.shuffle.partitions": str(partitions)}):
+        for number in (2, 3):
+            _write(tmp_path / "in", number, batches[number])
+        query = sw.start(growing_app.build(spark, str(tmp_path / "in"), "packed"),
+                         checkpoint=checkpoint, path=str(tmp_path / "out"),
+                         trigger={"availableNow": True})
+        query.awaitTermination()
+    assert _by_key(spark.read.parquet(str(tmp_path / "out")).collect()) == _offline(batches)
+
+
+def _partitions(checkpoint: str) -> int:
+    steps = json.loads((Path(checkpoint) / "sparkwax-steps.json").read_text())
+    return int(steps["confs"]["spark.sql.shuffle.partitions"])
