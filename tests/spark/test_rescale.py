@@ -40,6 +40,7 @@ from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(growing_app)  # workers cannot import examples/
 
+CLI = [sys.executable, "-c", "import sys; from sparkwax.cli import main; sys.exit(main())"]
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 FILES = 4
 
@@ -60,7 +61,7 @@ def _events(files: int = FILES, users: int = 9, seed: int = 7):
 
 
 def _write(folder: Path, number: int, items) -> None:
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"part-{number:03d}.json"
     path.write_text("".join(json.dumps({"user": k, "ts": v["ts"].isoformat(),
                                         "amount": v["amount"]}) + "\n" for k, v in items))
@@ -85,7 +86,7 @@ def _run(command: str, folder: Path, extra=()) -> str:
     if args[0] == "python":
         args[0] = sys.executable
     elif args[0] == "sparkwax":
-        args[:1] = [sys.executable, "-m", "sparkwax.cli"]
+        args[:1] = CLI
     done = subprocess.run([*args, *extra], cwd=REPO, capture_output=True, text=True,
                           timeout=600, start_new_session=True)
     assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
@@ -215,7 +216,7 @@ def test_kill_9_during_rescale_leaves_a_usable_checkpoint(spark, tmp_path, seed)
     batches = _events()
     before = _checkpoint_with_two_batches(spark, tmp_path, "packed", batches)
     checkpoint = str(tmp_path / "ck")
-    command = [sys.executable, "-m", "sparkwax.cli", "state", "rescale", checkpoint,
+    command = [*CLI, "state", "rescale", checkpoint,
                "--partitions", "3", "--force"]
     rng = random.Random(seed)
     outcomes = []
