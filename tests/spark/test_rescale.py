@@ -26,7 +26,8 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.engine.checkpoint import read_entries
-from sparkwax.engine.state.rescale import FOLDER, RescaleError, finish_interrupted, rescale
+from sparkwax.engine.state.rescale import (FOLDER, KILL_AT_ENV, RescaleError,
+                                           finish_interrupted, rescale)
 from sparkwax.testing import Batch, run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -207,42 +208,46 @@ def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [3])
-def test_kill_9_during_rescale_leaves_a_usable_checkpoint(spark, tmp_path, seed):
-    """A rescale in its own process, killed with SIGKILL after a random
-    delay; then ``finish_interrupted`` (what sw.start and the state
-    commands run first) says "as it was" or "rescaled", the state is the
-    state before, and the query continues to the offline result."""
+def test_kill_9_during_rescale_leaves_a_usable_checkpoint(spark, tmp_path):
+    """``state rescale`` in its own process, killed with SIGKILL: once after a
+    random delay, then in each stage (``$SPARKWAX_RESCALE_KILL_AT``: built,
+    one state file moved, logs half written). ``finish_interrupted`` (what
+    sw.start and the state commands run first) says "as it was" or
+    "rescaled", the state read is the state before every time, and the query
+    continues on the checkpoint to the offline result."""
     batches = _events()
     before = _checkpoint_with_two_batches(spark, tmp_path, "packed", batches)
     checkpoint = str(tmp_path / "ck")
-    command = [*CLI, "state", "rescale", checkpoint,
-               "--partitions", "3", "--force"]
-    rng = random.Random(seed)
-    outcomes = []
-    for attempt in range(3):
-        started = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+    command = [*CLI, "state", "rescale", checkpoint, "--partitions", "3", "--force"]
+    expected = {"random": None, "building": "as it was", "placing": "as it was",
+                "logging": "rescaled"}
+    for stage, outcome in expected.items():
+        env = {**os.environ, KILL_AT_ENV: stage} if stage != "random" else dict(os.environ)
+        started = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, start_new_session=True)
         try:
-            time.sleep(rng.uniform(6, 16))
+            started.wait(timeout=random.Random(5).uniform(2, 6) if stage == "random" else 300)
+        except subprocess.TimeoutExpired:
+            pass
         finally:
-            os.killpg(started.pid, signal.SIGKILL)
+            if started.poll() is None:
+                os.killpg(started.pid, signal.SIGKILL)
             started.wait()
+        assert started.returncode == -signal.SIGKILL, (stage, started.stderr.read()[-2000:])
         said = finish_interrupted(spark, checkpoint) or "nothing in progress"
-        outcomes.append(said)
+        assert outcome is None or said.startswith(outcome), (stage, said)
+        assert not (tmp_path / "ck" / FOLDER).exists()
         state = {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)}
-        assert state == before, said
-        if said.startswith("rescaled") or _partitions(checkpoint) == 3:
-            break
-    print(outcomes)
-    partitions = _partitions(checkpoint)
-    with confs(spark, {"spark.sql.shuffle.partitions": str(partitions)}):
+        assert state == before, (stage, said)
+        assert _partitions(checkpoint) == (3 if said.startswith("rescaled") else 2), said
+    with confs(spark, {"spark.sql.shuffle.partitions": "3"}):
         for number in (2, 3):
             _write(tmp_path / "in", number, batches[number])
         query = sw.start(growing_app.build(spark, str(tmp_path / "in"), "packed"),
                          checkpoint=checkpoint, path=str(tmp_path / "out"),
                          trigger={"availableNow": True})
         query.awaitTermination()
+        assert query.spark_query.lastProgress["stateOperators"][0]["numShufflePartitions"] == 3
     assert _by_key(spark.read.parquet(str(tmp_path / "out")).collect()) == _offline(batches)
 
 

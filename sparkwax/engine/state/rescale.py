@@ -29,7 +29,9 @@ files moved in, not yet logged: moved back) leave the checkpoint as it was;
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import time as wall_clock
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
@@ -44,6 +46,7 @@ from . import batch_logs
 from .reshard import StateLayout, state_rows, write_state
 
 FOLDER = "sparkwax-rescale"
+KILL_AT_ENV = "SPARKWAX_RESCALE_KILL_AT"
 _BUCKETS = re.compile(r"buckets=(\d+)")
 _ROCKSDB = "RocksDBStateStoreProvider"
 _CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -106,10 +109,12 @@ def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
     if _ROCKSDB in confs.get("spark.sql.streaming.stateStore.providerClass", ""):
         confs[_CHANGELOG_CONF] = "false"  # a snapshot (zip) per partition, not a changelog
     built = write_state(spark, rows, layout, work, partitions, confs)
+    _crash_point("building")
     moves = _moves(store, built, checkpoint, plan["committed"] + 2)
     _record(store, checkpoint, 2, {**plan, "phase": "placing", "moves": moves})
     for source, target in moves:
         store.rename(source, target)
+        _crash_point("placing")
     _record(store, checkpoint, 3, {**plan, "phase": "logging"})
     _write_logs(spark, store, checkpoint, plan)
     store.delete(join_path(checkpoint, FOLDER))
@@ -226,6 +231,7 @@ def _write_logs(spark, store, checkpoint: str, plan: Dict[str, Any]) -> None:
                          batch_logs.with_partitions(plan["planned"], partitions))
     store.write_text(join_path(offsets, str(batch)),
                      batch_logs.with_partitions(plan["offsets"], partitions, watermark))
+    _crash_point("logging")
     _operator_metadata(store, checkpoint, partitions)
     _steps_file(store, checkpoint, partitions, plan["buckets"][1])
     if plan.get("sink"):
@@ -254,6 +260,13 @@ def _steps_file(store, checkpoint: str, partitions: int, buckets: Optional[int])
             step["state"] = _BUCKETS.sub(f"buckets={buckets}", step["state"])
     store.write_text(join_path(checkpoint, STEPS_FILE), json.dumps(steps, indent=2,
                                                                    sort_keys=True))
+
+
+def _crash_point(stage: str) -> None:
+    """``$SPARKWAX_RESCALE_KILL_AT=<stage>``: this process kills itself with
+    SIGKILL there (tests/spark/test_rescale.py proves each stage recovers)."""
+    if os.environ.get(KILL_AT_ENV) == stage:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _refuse_running(spark, checkpoint: str, idle_seconds: float) -> None:
