@@ -17,7 +17,9 @@ CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/finish.p
                       "sparkwax/paths.py", "sparkwax/engine/replay.py",
                       "sparkwax/batchlog.py", "sparkwax/testing/replay.py",
                       "sparkwax/cli/replay.py", "sparkwax/engine/diagnose.py",
-                      "sparkwax/engine/query.py", "sparkwax/checkpoint_files.py"]
+                      "sparkwax/engine/query.py", "sparkwax/checkpoint_files.py",
+                      "sparkwax/engine/state/rescale.py", "sparkwax/engine/state/reshard.py",
+                      "sparkwax/engine/state/batch_logs.py", "sparkwax/cli/rescale.py"]
 
 
 @pytest.mark.parametrize("path, scheme", [
