@@ -49,6 +49,9 @@ class Totals(sw.StatefulLogic):
     def on_notify(self):
         return [{"kind": "closed", "total": self.total, "purchases": self.purchases}], sw.DISCARD
 
+    def on_eof(self):  # sw.finish ends the stream: every open total closes
+        return self.on_notify()
+
     def snapshot(self):
         return (self.total, self.purchases, self.last)
 

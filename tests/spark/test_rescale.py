@@ -180,7 +180,7 @@ def test_rescale_refuses_a_running_query(spark, tmp_path):
 
 
 @pytest.mark.parametrize("host", ["per_key", "packed"])
-def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host):
+def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host, capsys):
     """In one session: the state read after the rescale is the state before
     it; the restarted query (5 partitions) continues it exactly; a second
     rescale back down to 1 partition, then finish, equals offline."""
@@ -205,6 +205,17 @@ def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host):
     rescale(checkpoint, 1, spark=spark, idle_seconds=0)
     offline = run(growing_app.Totals, [Batch(items) for items in batches], time=growing_app.TIME)
     assert {e.key: e.snapshot for e in read_entries(spark, checkpoint)} == offline.snapshots
+    # replay compares every batch before and after the rescales with the sink
+    from sparkwax.cli import main
+
+    assert main(["replay", checkpoint, "growing_app:Totals", "--source-format", "json",
+                 "--source-schema", growing_app.INPUT_SCHEMA, "--sink",
+                 str(tmp_path / "out")]) == 0, capsys.readouterr()
+    assert "equal: every replayed batch matches the sink" in capsys.readouterr().out
+    ends = sw.finish(checkpoint, builder=growing_app.Totals,
+                     output_schema=growing_app.OUTPUT_SCHEMA, time=growing_app.TIME)
+    closed = {row["user"]: row["total"] for row in ends.collect() if row["kind"] == "closed"}
+    assert closed == {key: snapshot[0] for key, snapshot in offline.snapshots.items()}
 
 
 @pytest.mark.slow
