@@ -11,8 +11,8 @@ without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 """
 
 from .errors import (BuilderError, CallbackError, CheckpointError, ConfigError, InputError,
-                     LogicError, LostStateWarning, NotifyAtError, ReturnValueError, SchemaError,
-                     SnapshotError, SparkwaxError)
+                     LogicError, LostStateWarning, NotifyAtError, RescaleError,
+                     ReturnValueError, SchemaError, SnapshotError, SparkwaxError)
 from .clock import Clock, current_clock, now, processing_now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from .rebuild import task_errors
@@ -27,8 +27,8 @@ if _os.environ.get("SPARKWAX_FAILURE_FILE"):  # under `sparkwax submit`: its sho
     from .failure import install_hook as _install_hook
     _install_hook()
 
-_ENGINE_NAMES = ("finish", "follow", "local_session", "read_state", "start", "stateful",
-                 "stateful_batch")
+_ENGINE_NAMES = ("finish", "follow", "local_session", "read_state", "rescale", "start",
+                 "stateful", "stateful_batch")
 _FRAME_NAMES = ("connect", "join", "split_late", "value_fields", "value_struct")
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time,
     # __getattr__ below imports them (and pyspark) on first use.
     from .engine import (finish as finish, follow as follow, local_session as local_session,
-                         read_state as read_state, start as start, stateful as stateful, stateful_batch as stateful_batch)
+                         read_state as read_state, rescale as rescale, start as start, stateful as stateful, stateful_batch as stateful_batch)
     from .frames import (connect as connect, join as join, split_late as split_late,
                          value_fields as value_fields, value_struct as value_struct)
 
 __all__ = [  # a list display (sorted below) so that type checkers read it
     "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError", "DISCARD", "EventTime",
     "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
-    "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
+    "RescaleError", "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
     "StatefulLogic", "Step", "current_clock", "now", "processing_now", "task_errors",
     *_ENGINE_NAMES, *_FRAME_NAMES,
 ]

@@ -147,6 +147,13 @@ def _checkpoint_error(message: str, checkpoint: str, path: Optional[str],
                            files=files)
 
 
+class RescaleError(ConfigError):
+    """A checkpoint that cannot be rescaled (``sparkwax state rescale``): a
+    query running on it, several stateful steps, no committed batch, a Spark
+    Connect session... The message says why and what to do; the checkpoint
+    is unchanged."""
+
+
 class LostStateWarning(UserWarning):
     """A logic rebuilt from its snapshot disagrees with the one that committed
     it (its ``notify_at()`` differs): state kept outside ``snapshot()`` is

@@ -40,7 +40,8 @@ def add_rescale_parser(actions, checkpoint_help: str) -> argparse.ArgumentParser
 
 
 def run_rescale(args: argparse.Namespace, spark) -> int:
-    from ..engine.state.rescale import RescaleError, finish_interrupted, rescale
+    from ..engine.state.rescale import finish_interrupted, rescale
+    from ..errors import RescaleError
 
     done = finish_interrupted(spark, args.checkpoint)
     if done:

@@ -13,6 +13,7 @@ from .progress import follow
 from .session import STATE_STORES, local_session
 from .start import start
 from .state import read_state
+from .state.rescale import rescale
 
 __all__ = ["STATE_SCHEMA", "STATE_STORES", "SchemaError", "finish", "follow", "local_session",
-           "read_state", "start", "stateful", "stateful_batch"]
+           "read_state", "rescale", "start", "stateful", "stateful_batch"]

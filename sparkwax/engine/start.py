@@ -107,8 +107,11 @@ def describe_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> List[str
     for name in _FROZEN_CONFS:
         before, after = _conf_value(name, old_confs), _conf_value(name, new_confs)
         if before != after:
+            how = (f"; to run on {after} partitions, stop the query and run `sparkwax state "
+                   f"rescale CHECKPOINT --partitions {after}`"
+                   if name == "spark.sql.shuffle.partitions" else "")
             changes.append(f"{name} changed from {before!r} to {after!r} (Spark would keep "
-                           f"the checkpoint's value, not the new one)")
+                           f"the checkpoint's value, not the new one{how})")
     return changes
 
 

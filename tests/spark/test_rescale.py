@@ -26,7 +26,8 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.engine.checkpoint import read_entries
-from sparkwax.engine.state.rescale import (FOLDER, KILL_AT_ENV, RescaleError,
+from sparkwax.errors import RescaleError
+from sparkwax.engine.state.rescale import (FOLDER, KILL_AT_ENV,
                                            finish_interrupted, rescale)
 from sparkwax.testing import Batch, run
 

@@ -15,10 +15,10 @@ PUBLIC = {
         "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError",
         "DISCARD",
         "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
-        "ProcessingTime", "RETAIN", "ReturnValueError", "SchemaError", "SnapshotError",
+        "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError", "SnapshotError",
         "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "connect",
         "current_clock", "finish", "follow", "join", "local_session", "now", "processing_now",
-        "read_state", "split_late", "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
+        "read_state", "rescale", "split_late", "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
     ],
     "sparkwax.operators": [
         "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",

@@ -94,6 +94,21 @@ def test_a_frozen_conf_change_is_refused(first, second):
         restart([step()], [step()], first, second)
 
 
+def test_a_changed_partition_count_points_to_rescale():
+    with pytest.raises(ConfigError, match=r"sparkwax state rescale CHECKPOINT --partitions 4"):
+        restart([step()], [step()], confs(), confs(**{"spark.sql.shuffle.partitions": "4"}))
+    with pytest.raises(ConfigError) as caught:
+        restart([step()], [step()], confs(), confs(**{STORE_CONF: STATE_STORES["rocksdb"]}))
+    assert "rescale" not in str(caught.value)
+
+
+def test_the_sink_is_recorded_and_a_new_one_allowed():
+    store = MemoryStore()
+    check_checkpoint(store, CK, [step()], confs(), {"format": "parquet", "path": "/out"})
+    check_checkpoint(store, CK, [step()], confs(), {"format": "parquet", "path": "/out2"})
+    assert json.loads(store.files[f"{CK}/{STEPS_FILE}"])["sink"]["path"] == "/out2"
+
+
 def test_a_changed_watermark_delay_is_allowed_and_recorded():
     recorded = restart([step()], [step(event_time="ts - 5000 ms")])
     assert recorded["steps"]["s"]["event_time"] == "ts - 5000 ms"  # replay uses the new one

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...checkpoint_files import STEPS_FILE, state_file_name
-from ...errors import CheckpointError, ConfigError
+from ...errors import CheckpointError, RescaleError
 from ...paths import join_path
 from ..checkpoint import active_session, require_checkpoint
 from ..diagnose import last_commit, operators, read_steps
@@ -50,12 +50,6 @@ KILL_AT_ENV = "SPARKWAX_RESCALE_KILL_AT"
 _BUCKETS = re.compile(r"buckets=(\d+)")
 _ROCKSDB = "RocksDBStateStoreProvider"
 _CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-
-
-class RescaleError(ConfigError):
-    """A checkpoint that cannot be rescaled (a running query, several
-    stateful steps, a Spark Connect session...): the message says why and
-    what to do; the checkpoint is unchanged."""
 
 
 @dataclass(frozen=True)
@@ -332,4 +326,4 @@ def _result(checkpoint: str, plan: Dict[str, Any]) -> RescaleResult:
                          tuple(buckets) if buckets[0] is not None else None)
 
 
-__all__ = ["FOLDER", "RescaleError", "RescaleResult", "finish_interrupted", "rescale"]
+__all__ = ["FOLDER", "KILL_AT_ENV", "RescaleResult", "finish_interrupted", "rescale"]
