@@ -1,0 +1,149 @@
+"""check_state / sparkwax state check: every stored snapshot restored through a
+new logic on the executors, both hosts; failures counted per error class
+with example keys, the recorded step id; exit codes of the command."""
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+import sparkwax as sw
+from sparkwax import recovery
+from sparkwax.cli.state import state_command
+from sparkwax.engine.state import check_state
+
+KEYS = ["k1", "k2", "k3", "k4", "k5"]
+
+
+class SumV1(sw.StatefulLogic):
+    """v1 stores a tuple (total, count)."""
+
+    def __init__(self, resume=None):
+        self.total, self.count = resume or (0, 0)
+
+    def on_item(self, value):
+        self.total += value
+        self.count += 1
+        return [self.total], sw.RETAIN
+
+    def snapshot(self):
+        return (self.total, self.count)
+
+
+def _on_executor():
+    from pyspark import TaskContext
+
+    if TaskContext.get() is None:  # what would happen if the check ran on the driver
+        raise RuntimeError("restored on the driver")
+
+
+class SumV2Compatible(SumV1):
+    """v2 stores a dict and migrates v1's tuples."""
+
+    restored = []  # appended to where the builder runs: stays empty on the driver
+
+    def __init__(self, resume=None):
+        _on_executor()
+        SumV2Compatible.restored.append(resume)
+        if isinstance(resume, tuple):
+            resume = {"total": resume[0], "count": resume[1]}
+        resume = resume or {"total": 0, "count": 0}
+        super().__init__((resume["total"], resume["count"]))
+
+    def snapshot(self):
+        return {"total": self.total, "count": self.count}
+
+
+class SumV2Dict(SumV2Compatible):
+    """v2 that forgot v1: it expects a dict."""
+
+    def __init__(self, resume=None):
+        _on_executor()
+        resume = resume or {"total": 0, "count": 0}
+        SumV1.__init__(self, (resume["total"], resume["count"]))
+
+
+class SumV2BadTimer(SumV2Compatible):
+    """v2 whose notify_at returns a naive datetime for large totals."""
+
+    def notify_at(self):
+        from datetime import datetime
+
+        return datetime(2024, 1, 1) if self.total >= 3 else None
+
+
+@pytest.fixture(scope="module")
+def checkpoints(spark, tmp_path_factory):
+    made = {}
+    for host in ("per_key", "packed"):
+        workdir = tmp_path_factory.mktemp(f"check-{host}")
+        source = workdir / "in"
+        source.mkdir()
+        (source / "batch-0.json").write_text("".join(
+            f'{{"key": "{key}", "value": {n}}}\n' for n, key in enumerate(KEYS, 1)))
+        stream = spark.readStream.schema("key string, value long").json(str(source))
+        out = sw.stateful(stream, key="key", builder=SumV1, value="value",
+                          output_schema="total long", step_id="sums", host=host)
+        query = sw.start(out, checkpoint=str(workdir / "ck"), path=str(workdir / "out"),
+                         stop_on_signal=False, trigger={"availableNow": True})
+        query.awaitTermination()
+        made[host] = str(workdir / "ck")
+    return made
+
+
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+def test_a_compatible_logic_restores_every_key_on_the_executors(spark, checkpoints, host,
+                                                                 monkeypatch):
+    decoded_here = []
+    real_decode = recovery.decode
+    monkeypatch.setattr(recovery, "decode",
+                        lambda *a, **k: decoded_here.append(1) or real_decode(*a, **k))
+    result = check_state(spark, checkpoints[host], SumV2Compatible)
+    assert (result.keys_ok, result.keys_failed, result.failures) == (len(KEYS), 0, [])
+    assert result.ok and "every key restores" in str(result)
+    # the state was not collected: no snapshot was decoded nor restored in this process
+    assert decoded_here == [] and SumV2Compatible.restored == []
+
+
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+def test_an_incompatible_logic_names_the_keys_and_the_error_class(spark, checkpoints, host):
+    result = check_state(spark, checkpoints[host], SumV2Dict, examples=2)
+    assert (result.keys_ok, result.keys_failed) == (0, len(KEYS))
+    [failure] = result.failures
+    assert failure.error_class == "BuilderError" and failure.count == len(KEYS)
+    assert failure.example_keys == ["'k1'", "'k2'"]  # the first keys, sorted
+    assert failure.first_message.startswith(
+        "step 'sums', key 'k1', builder(resume_state): the builder raised TypeError(")
+    report = str(result)
+    assert "5 fail, 0 restore" in report and "BuilderError: 5 key(s), e.g. 'k1', 'k2'" in report
+
+
+def test_timers_are_validated_as_the_driver_does(spark, checkpoints):
+    result = check_state(spark, checkpoints["packed"], SumV2BadTimer)
+    assert (result.keys_ok, result.keys_failed) == (2, 3)  # totals 1, 2 | 3, 4, 5
+    [failure] = result.failures
+    assert failure.error_class == "NotifyAtError"
+    assert failure.example_keys == ["'k3'", "'k4'", "'k5'"]
+    assert "notify_at() must return None or an aware datetime" in failure.first_message
+
+
+def _cli(argv):
+    parser = argparse.ArgumentParser()
+    handler = state_command(parser)
+    return handler(parser.parse_args(argv))
+
+
+def test_the_command_prints_the_report_and_exits_0_1_2(spark, checkpoints, tmp_path, capsys):
+    app = tmp_path / "sums_v2.py"
+    app.write_text(Path(__file__).read_text())  # this module: its classes, from a file
+    checkpoint = checkpoints["per_key"]
+    assert _cli(["check", checkpoint, f"{app}:SumV2Compatible"]) == 0
+    assert "5 stored key(s) checked with SumV2Compatible: every key restores" in \
+        capsys.readouterr().out
+    assert _cli(["check", checkpoint, f"{app}:SumV2Dict", "--examples", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "BuilderError: 5 key(s), e.g. 'k1'\n    step 'sums', key 'k1'" in out
+    assert _cli(["check", checkpoint, f"{app}:NoSuchLogic"]) == 2
+    assert "has no 'NoSuchLogic'" in capsys.readouterr().err
+    assert _cli(["check", os.path.join(str(tmp_path), "nothing"), f"{app}:SumV2Dict"]) == 2
