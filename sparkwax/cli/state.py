@@ -22,6 +22,7 @@ from typing import List
 from ..errors import ConfigError, SparkwaxError, short_repr
 from ..paths import local_folder
 from ..snapshot_json import json_value
+from .rescale import add_rescale_parser, run_rescale
 from .state_check import add_check_parser, run_check
 
 _SNAPSHOT_WIDTH = 60
@@ -48,7 +49,7 @@ def state_command(parser: argparse.ArgumentParser):
     clear: remove CHECKPOINT (offsets, commits and state) so the query starts
     over from its source; asks for confirmation unless --yes.
     """
-    actions = parser.add_subparsers(dest="action", metavar="{show,clear,check}", required=True)
+    actions = parser.add_subparsers(dest="action", metavar="{show,clear,rescale,check}", required=True)
     show = actions.add_parser("show", help="print the live keys and their snapshots")
     show.add_argument("checkpoint", help=_CHECKPOINT_HELP)
     show.add_argument("--key", help="only this key (first key column, as a string)")
@@ -65,7 +66,8 @@ def state_command(parser: argparse.ArgumentParser):
     clear.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     clear.add_argument("--force", action="store_true",
                        help="clear even if a query seems to be running on it")
-    for action in (show, clear):
+    rescale = add_rescale_parser(actions, _CHECKPOINT_HELP)
+    for action in (show, clear, rescale):
         _session_options(action)
     add_check_parser(actions, _CHECKPOINT_HELP, _session_options)
     return run
@@ -119,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "show":
             return _show(args)
+        if args.action == "rescale":
+            return run_rescale(args, _session(args, "sparkwax-rescale"))
         if args.action == "check":
             return run_check(args, _session)
         return _clear(args)

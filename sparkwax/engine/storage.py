@@ -178,16 +178,6 @@ class HadoopStorage:
         if not fs.rename(source_path, target_path):
             raise ConfigError(f"cannot move {source!r} to {target!r} (does the target exist?)")
 
-    def folders(self, path: str) -> List[FileEntry]:
-        """Every entry of folder ``path``, hidden ones (``_metadata``) included."""
-        fs, hadoop_path = self._fs(path)
-        if not fs.exists(hadoop_path):
-            return []
-        return sorted((FileEntry(s.getPath().getName(), s.getPath().toString(),
-                                 int(s.getModificationTime()), bool(s.isDirectory()),
-                                 -1 if s.isDirectory() else int(s.getLen()))
-                       for s in fs.listStatus(hadoop_path)), key=lambda entry: entry.name)
-
 
 class SparkStorage:
     """The same operations through Spark reads and writes (for Spark Connect)."""
@@ -243,6 +233,10 @@ class SparkStorage:
             frame.coalesce(1).write.mode("overwrite").text(path)
         except Exception as error:
             raise filesystem_error(path, error) or error
+
+    def rename(self, source: str, target: str) -> None:
+        raise ConfigError(f"cannot move {source!r} over Spark Connect (it has no file API): "
+                          "use a classic session")
 
     def delete(self, path: str) -> None:
         """Replace ``path`` by a folder holding one marker line (Connect has no delete)."""

@@ -266,3 +266,66 @@ def test_kill_9_during_rescale_leaves_a_usable_checkpoint(spark, tmp_path):
 def _partitions(checkpoint: str) -> int:
     steps = json.loads((Path(checkpoint) / "sparkwax-steps.json").read_text())
     return int(steps["confs"]["spark.sql.shuffle.partitions"])
+
+
+FAR = datetime(2100, 1, 1, tzinfo=timezone.utc)
+
+
+class Deadlines(sw.StatefulLogic):
+    """Timers that never fire in a test: a processing-time one per key
+    (ProcessingTime), or an event-time one and a processing deadline (both)."""
+
+    def __init__(self, resume=None):
+        self.n = resume or 0
+
+    def on_item(self, value):
+        self.n += value["amount"]
+        return [], sw.RETAIN
+
+    def notify_at(self):
+        return FAR + timedelta(minutes=self.n)
+
+    def snapshot(self):
+        return self.n
+
+
+class BothClocks(Deadlines):
+    def processing_notify_at(self):
+        return FAR + timedelta(hours=self.n)
+
+
+def _timeouts(spark, checkpoint: str):
+    """Spark's stored timeout per state row (key or bucket)."""
+    frame = spark.read.format("statestore").load(checkpoint)
+    return sorted(row[0] for row in frame.select("value.timeoutTimestamp").collect())
+
+
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+@pytest.mark.parametrize("logic, mode", [(Deadlines, sw.ProcessingTime()),
+                                         (BothClocks, growing_app.TIME)],
+                         ids=["processing", "two-clock"])
+def test_timers_and_spark_timeouts_survive_a_rescale(spark, tmp_path, host, logic, mode):
+    _write(tmp_path / "in", 0, _events(files=1)[0])
+    stream = spark.readStream.schema(growing_app.INPUT_SCHEMA).json(str(tmp_path / "in"))
+    out = sw.stateful(stream, key="user", builder=logic, output_schema="n long", time=mode,
+                      host=host)
+    # (a step with processing-time timers never ends availableNow: stop after batch 0)
+    query = sw.start(out, checkpoint=str(tmp_path / "ck"), format="noop",
+                     trigger={"processingTime": "300 milliseconds"})
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "ck" / "commits" / "0").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    checkpoint = str(tmp_path / "ck")
+    before = {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)}
+    timeouts = _timeouts(spark, checkpoint)
+    rescale(checkpoint, 3, spark=spark, idle_seconds=0)
+    assert {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)} == before
+    after = _timeouts(spark, checkpoint)
+    if host == "per_key":  # one row per key: each timeout as it was
+        assert after == timeouts and len(after) == len(before)
+    else:  # buckets: each new bucket times out no later than the earliest of its keys did
+        assert min(after) == min(timeouts) and set(after) <= set(timeouts)
+    assert all(t > 0 for t in after)

@@ -64,6 +64,8 @@ class StateLayout:
         if "groupState" not in names:
             raise ConfigError(f"not an applyInPandasWithState state (value fields {names})")
         state = value["groupState"].dataType
+        if not isinstance(state, T.StructType):
+            raise ConfigError(f"not an applyInPandasWithState state (groupState {state})")
         return cls(key, state, "timeoutTimestamp" in names,
                    "keys" in state.fieldNames() and "buckets" in state.fieldNames())
 
@@ -95,9 +97,9 @@ def _rebucketed(spark, buckets_frame, layout: StateLayout, buckets: int, key_ddl
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    key_type = T._parse_datatype_string(key_ddl)
+    key_type = T.StructType.fromDDL(key_ddl)
     if not isinstance(key_type, T.StructType):
-        key_type = T.StructType.fromDDL(key_ddl)
+        raise ConfigError(f"the packed step's recorded key {key_ddl!r} is not a list of columns")
     names = key_type.fieldNames()
     opened = T.StructType([*key_type.fields,
                            T.StructField(_KEY_PICKLE, T.BinaryType(), False),
