@@ -313,13 +313,14 @@ def test_every_error_derives_from_sparkwax_error():
     for cls in (LogicError, ConfigError):
         assert issubclass(cls, SparkwaxError)
     assert issubclass(CheckpointError, ConfigError)  # a damaged checkpoint, see errors.py
+    assert issubclass(sparkwax.RescaleError, ConfigError)  # a refused rescale
     assert not issubclass(ConfigError, LogicError)
     assert issubclass(SparkwaxError, Exception)
     exported = {getattr(sparkwax, name) for name in sparkwax.__all__
                 if name.endswith("Error")}
     assert exported == {BuilderError, CallbackError, CheckpointError, ConfigError, InputError,
-                        LogicError, NotifyAtError, ReturnValueError, SchemaError, SnapshotError,
-                        SparkwaxError}
+                        LogicError, NotifyAtError, sparkwax.RescaleError, ReturnValueError,
+                        SchemaError, SnapshotError, SparkwaxError}
 
 
 def test_config_and_input_errors_from_the_runner():
