@@ -25,7 +25,7 @@ from .query import Query
 from .replay import keep_batch_plan
 from .session import STATE_STORES
 from .state.rescale import finish_interrupted
-from .storage import join_path, storage_for
+from .storage import is_connect, join_path, storage_for
 
 _LOG = logging.getLogger("sparkwax")
 
@@ -166,7 +166,8 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     spark = frame.sparkSession
     confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
     store = storage_for(spark)
-    interrupted = finish_interrupted(spark, checkpoint) if store.exists(checkpoint) else None
+    interrupted = (finish_interrupted(spark, checkpoint)  # (rescale needs a classic session)
+                   if not is_connect(spark) and store.exists(checkpoint) else None)
     if interrupted:
         _LOG.warning("sparkwax: %s", interrupted)
     sink = {"format": format, "path": path} if foreach_batch is None and path else None

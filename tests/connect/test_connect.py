@@ -138,6 +138,9 @@ def test_start_finish_show_and_clear_over_connect(remote, connect_url, tmp_path,
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert sorted(line["key"] for line in lines[:-1]) == sorted(before.snapshots)
 
+    with pytest.raises(sw.RescaleError, match="needs a classic SparkSession"):
+        sw.rescale(checkpoint, 3, spark=remote)
+
     clear(checkpoint, force=True, spark=remote)
     left = os.listdir(checkpoint)  # Connect has no delete: a marker folder remains
     assert "offsets" not in left and any(name.startswith("part-") for name in left)

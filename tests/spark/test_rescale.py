@@ -294,6 +294,13 @@ class BothClocks(Deadlines):
         return FAR + timedelta(hours=self.n)
 
 
+def _deadlines(spark, checkpoint: str):
+    """Each key's processing deadline, as ``sw.read_state`` shows it."""
+    rows = sw.read_state(spark, checkpoint).select("user", "deadline").collect()
+    return {row["user"]: None if row["deadline"] is None
+            else row["deadline"].replace(tzinfo=timezone.utc) for row in rows}
+
+
 def _timeouts(spark, checkpoint: str):
     """Spark's stored timeout per state row (key or bucket)."""
     frame = spark.read.format("statestore").load(checkpoint)
@@ -321,11 +328,40 @@ def test_timers_and_spark_timeouts_survive_a_rescale(spark, tmp_path, host, logi
     checkpoint = str(tmp_path / "ck")
     before = {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)}
     timeouts = _timeouts(spark, checkpoint)
+    deadlines = _deadlines(spark, checkpoint)
+    if logic is BothClocks:  # read_state shows each key's processing deadline
+        assert deadlines == {key: FAR + timedelta(hours=n) for key, (n, _) in before.items()}
+    else:
+        assert set(deadlines.values()) == {None}
     rescale(checkpoint, 3, spark=spark, idle_seconds=0)
     assert {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)} == before
+    assert _deadlines(spark, checkpoint) == deadlines
     after = _timeouts(spark, checkpoint)
     if host == "per_key":  # one row per key: each timeout as it was
         assert after == timeouts and len(after) == len(before)
     else:  # buckets: each new bucket times out no later than the earliest of its keys did
         assert min(after) == min(timeouts) and set(after) <= set(timeouts)
     assert all(t > 0 for t in after)
+
+
+def test_a_foreach_batch_sink_never_sees_the_rescale_batch(spark, tmp_path):
+    batches, seen = _events(), []
+
+    def record(frame, batch_id):
+        seen.append((batch_id, [row.asDict() for row in frame.collect()]))
+
+    def run_phase(numbers):
+        for number in numbers:
+            _write(tmp_path / "in", number, batches[number])
+        query = sw.start(growing_app.build(spark, str(tmp_path / "in")),
+                         checkpoint=str(tmp_path / "ck"), foreach_batch=record,
+                         trigger={"availableNow": True})
+        query.awaitTermination()
+
+    run_phase((0, 1))
+    result = rescale(str(tmp_path / "ck"), 3, spark=spark, idle_seconds=0)
+    with confs(spark, {"spark.sql.shuffle.partitions": "3"}):
+        run_phase((2, 3))
+    ids = [batch_id for batch_id, _ in seen]
+    assert result.batch not in ids and ids == sorted(ids) and max(ids) > result.batch
+    assert _by_key(row for _, rows in seen for row in rows) == _offline(batches)

@@ -131,17 +131,24 @@ def output_type(key_type: T.StructType, snapshot: T.DataType, changes: bool) -> 
 
 
 def snapshot_type(spark, schema: Union[None, str, T.StructType]) -> T.DataType:
-    from ..plan import parse_ddl  # not at the top: plan -> start -> this package
     if schema is None:
         return T.StringType()
-    parsed: Any = schema
-    if isinstance(schema, str):
-        try:
-            parsed = parse_ddl(spark, schema)
-        except Exception as error:
-            raise ConfigError(f"read_state: cannot parse schema {schema!r}: {error}") from None
+    if isinstance(schema, T.StructType):
+        return schema
+    return _struct_of(spark, schema, "schema", "DDL or a StructType")
+
+
+def _struct_of(spark, ddl: Any, name: str, wanted: str) -> T.StructType:
+    """``ddl`` parsed by ``spark`` as a StructType, or a ConfigError naming ``name``."""
+    from ..plan import parse_ddl  # not at the top: plan -> start -> this package
+    if not isinstance(ddl, str):
+        raise ConfigError(f"read_state: {name} must be {wanted}, got {ddl!r}")
+    try:
+        parsed = parse_ddl(spark, ddl)
+    except Exception as error:
+        raise ConfigError(f"read_state: cannot parse {name} {ddl!r}: {error}") from None
     if not isinstance(parsed, T.StructType):
-        raise ConfigError(f"read_state: schema must be DDL or a StructType, got {schema!r}")
+        raise ConfigError(f"read_state: {name} must be {wanted}, got {ddl!r}")
     return parsed
 
 
@@ -205,8 +212,6 @@ def recorded_step(spark, checkpoint: str) -> Dict[str, Any]:
 
 def _key_type(spark, checkpoint: str, raw: DataFrame, packed: bool, key_schema: Optional[str],
               recorded: Dict[str, Any], operator_id: int) -> T.StructType:
-    from ..plan import parse_ddl
-
     if not packed:
         stored: T.StructType = raw.schema["key"].dataType  # type: ignore[assignment]
         return stored
@@ -214,13 +219,7 @@ def _key_type(spark, checkpoint: str, raw: DataFrame, packed: bool, key_schema: 
     if ddl is None:
         with explained(spark, checkpoint, operator=operator_id):
             ddl = _first_key_ddl(spark, raw)
-    try:
-        parsed = parse_ddl(spark, ddl)
-    except Exception as error:
-        raise ConfigError(f"read_state: cannot parse key_schema {ddl!r}: {error}") from None
-    if not isinstance(parsed, T.StructType):
-        raise ConfigError(f"read_state: key_schema must be DDL such as 'user string', got {ddl!r}")
-    return parsed
+    return _struct_of(spark, ddl, "key_schema", "DDL such as 'user string'")
 
 
 def _first_key_ddl(spark, raw: DataFrame) -> str:

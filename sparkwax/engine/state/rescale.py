@@ -94,25 +94,41 @@ def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
     finish_interrupted(spark, checkpoint)
     _refuse_running(spark, checkpoint, idle_seconds)
     plan = _plan(spark, store, checkpoint, partitions, buckets, sink)
-    _record(store, checkpoint, 1, {**plan, "phase": "building"})
-    work = join_path(join_path(checkpoint, FOLDER), "work")
     layout = StateLayout.parse(store.read_bytes(_schema_file(checkpoint)) or b"")
+    if layout.packed and (plan["buckets"][1] is None or not plan["key_ddl"]):
+        raise RescaleError(f"{checkpoint}: a packed step's buckets and key columns are not "
+                           f"recorded ({STEPS_FILE}, written by sw.start): cannot move its keys")
+    _record(store, checkpoint, 1, {**plan, "phase": "building"})
+    try:
+        _build_and_place(spark, store, checkpoint, plan, layout)
+    except BaseException:  # a failure (not a kill): undone at once, then raised
+        finish_interrupted(spark, checkpoint)
+        raise
+    _record(store, checkpoint, 3, {**plan, "phase": "logging"})
+    _write_logs(spark, store, checkpoint, plan)
+    store.delete(join_path(checkpoint, FOLDER))
+    return _result(checkpoint, plan)
+
+
+def _build_and_place(spark, store, checkpoint: str, plan: Dict[str, Any],
+                     layout: StateLayout) -> None:
+    """The new state written beside the checkpoint, then moved into it."""
+    work = join_path(join_path(checkpoint, FOLDER), "work")
     rows = state_rows(spark, checkpoint, layout, plan["committed"], plan["buckets"][1],
                       plan["key_ddl"])
     confs = dict(plan["confs"])
     if _ROCKSDB in confs.get("spark.sql.streaming.stateStore.providerClass", ""):
         confs[_CHANGELOG_CONF] = "false"  # a snapshot (zip) per partition, not a changelog
-    built = write_state(spark, rows, layout, work, partitions, confs)
+    built = write_state(spark, rows, layout, work, partitions=plan["partitions"][1],
+                        confs=confs)
     _crash_point("building")
     moves = _moves(store, built, checkpoint, plan["committed"] + 2)
     _record(store, checkpoint, 2, {**plan, "phase": "placing", "moves": moves})
     for source, target in moves:
+        if store.exists(target):  # left by batch N+1 run but never committed: not state
+            store.delete(target)
         store.rename(source, target)
         _crash_point("placing")
-    _record(store, checkpoint, 3, {**plan, "phase": "logging"})
-    _write_logs(spark, store, checkpoint, plan)
-    store.delete(join_path(checkpoint, FOLDER))
-    return _result(checkpoint, plan)
 
 
 def finish_interrupted(spark, checkpoint: str) -> Optional[str]:
@@ -173,9 +189,6 @@ def _plan(spark, store, checkpoint: str, partitions: int, buckets: Optional[int]
     if partitions == before and (bucket_pair is None or bucket_pair[0] == bucket_pair[1]):
         raise RescaleError(f"{checkpoint} already has {partitions} state partitions"
                            + (f" and {bucket_pair[0]} buckets" if bucket_pair else ""))
-    if step.get("state", "").startswith("packed") and not step.get("key"):
-        raise RescaleError(f"{checkpoint}: the packed step's key columns are not recorded "
-                           f"({STEPS_FILE}, written by sw.start): cannot rebucket its keys")
     recorded_sink = (steps.get("sink") or {}).get("path")
     return {"committed": committed, "partitions": [before, partitions],
             "buckets": list(bucket_pair) if bucket_pair else [None, None],
