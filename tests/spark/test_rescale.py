@@ -81,6 +81,14 @@ def doc_commands(marker: str) -> list:
     return lines
 
 
+def doc_block(marker: str) -> str:
+    """The ```python block after ``<!-- marker -->`` in deploy.md."""
+    text = DOC.read_text()
+    block = text[text.index(f"<!-- {marker} -->"):]
+    block = block[block.index("```python") + len("```python"):]
+    return block[:block.index("```")]
+
+
 def _run(command: str, folder: Path, extra=()) -> str:
     """A docs command with its example folders put under ``folder``."""
     args = command.replace("in/", f"{folder}/in/").replace("out/", f"{folder}/out/") \
@@ -125,7 +133,7 @@ def _reference(spark, tmp: Path, batches, host: str):
 def test_grow_from_laptop_to_cluster(spark, tmp_path, host):
     batches = _events()
     extra = ["--host", host]
-    laptop, rescale_command, cluster = doc_commands("growing-commands")[:3]
+    laptop, rescale_command, cluster, check = doc_commands("growing-commands")
     for number in (0, 1):
         _write(tmp_path / "in", number, batches[number])
     assert "done: 2 state partitions" in _run(laptop, tmp_path, extra)
@@ -136,11 +144,18 @@ def test_grow_from_laptop_to_cluster(spark, tmp_path, host):
         _write(tmp_path / "in", number, batches[number])
     assert "done: 5 state partitions" in _run(cluster, tmp_path, extra)
 
+    assert "every key restores" in _run(check, tmp_path)  # and exit code 0
+
     got = _by_key(spark.read.parquet(str(tmp_path / "out")).collect())
     assert got == _reference(spark, tmp_path / "reference", batches, host)
     assert got == _offline(batches)
     assert any(kind == "closed" for outs in got.values() for kind, _, _ in outs)
     assert not (tmp_path / "ck" / FOLDER).exists()
+    namespace = {"spark": spark}
+    exec(doc_block("growing-sql").replace('"ck/"', repr(str(tmp_path / "ck"))), namespace)
+    offline = run(growing_app.Totals, [Batch(items) for items in batches], time=growing_app.TIME)
+    assert {row["user"]: row["total"] for row in namespace["open_totals"].collect()} == {
+        key: snapshot[0] for key, snapshot in offline.snapshots.items()}
 
 
 def _checkpoint_with_two_batches(spark, tmp: Path, host: str, batches):
