@@ -41,13 +41,17 @@ _CHECKPOINT_HELP = "the query's checkpoint: a path or any URI Spark can read (hd
 
 
 def state_command(parser: argparse.ArgumentParser):
-    """Show or clear the state of a checkpointed sparkwax query.
+    """Show, check, rescale or clear the state of a checkpointed sparkwax query.
 
     show: decode every key's snapshot from CHECKPOINT (Spark's statestore
     reader) and print key, snapshot, size in bytes and next timer, with a
     summary line (live keys, total bytes, largest key).
     clear: remove CHECKPOINT (offsets, commits and state) so the query starts
     over from its source; asks for confirmation unless --yes.
+    check: restore every stored snapshot through APP.py:LOGIC on the
+    executors; exit 1 when any key fails.
+    rescale: put a stopped query's state in --partitions N state partitions
+    (a packed step's keys in 4 x N buckets), keeping every key.
     """
     actions = parser.add_subparsers(dest="action", metavar="{show,clear,rescale,check}", required=True)
     show = actions.add_parser("show", help="print the live keys and their snapshots")
