@@ -73,7 +73,7 @@ class RescaleResult:
 
 
 def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
-            sink: Optional[str] = None, spark=None, idle_seconds: float = 10.0
+            sink: Optional[str] = None, spark: Any = None, idle_seconds: float = 10.0
             ) -> RescaleResult:
     """Rescale the stopped query on ``checkpoint`` to ``partitions`` state
     partitions; a packed step's keys to ``buckets`` buckets (default: 4 x
@@ -131,7 +131,7 @@ def _build_and_place(spark, store, checkpoint: str, plan: Dict[str, Any],
         _crash_point("placing")
 
 
-def finish_interrupted(spark, checkpoint: str) -> Optional[str]:
+def finish_interrupted(spark: Any, checkpoint: str) -> Optional[str]:
     """Finish or undo a rescale of ``checkpoint`` that was cut short; what
     was done (``"rescaled: ..."`` or ``"as it was: ..."``), or None when none
     was in progress."""
