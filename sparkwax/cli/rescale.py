@@ -17,10 +17,11 @@ line saying which.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
-def add_rescale_parser(actions, checkpoint_help: str) -> argparse.ArgumentParser:
-    rescale = actions.add_parser(
+def add_rescale_parser(actions: Any, checkpoint_help: str) -> argparse.ArgumentParser:
+    rescale: argparse.ArgumentParser = actions.add_parser(
         "rescale", help="change the number of state partitions (and buckets) of a stopped query")
     rescale.add_argument("checkpoint", help=checkpoint_help)
     rescale.add_argument("--partitions", type=int, required=False,
@@ -39,7 +40,7 @@ def add_rescale_parser(actions, checkpoint_help: str) -> argparse.ArgumentParser
     return rescale
 
 
-def run_rescale(args: argparse.Namespace, spark) -> int:
+def run_rescale(args: argparse.Namespace, spark: Any) -> int:
     from ..engine.state.rescale import finish_interrupted, rescale
     from ..errors import RescaleError
 

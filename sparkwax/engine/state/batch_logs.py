@@ -22,7 +22,7 @@ v1
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ...errors import CheckpointError
 from ...paths import join_path
@@ -59,7 +59,7 @@ def commit_watermark(commit: str) -> int:
     return 0
 
 
-def numbered(store, folder: str) -> List[int]:
+def numbered(store: Any, folder: str) -> List[int]:
     """The batch ids of a log folder, ascending (``7`` and ``9.compact`` both count)."""
     ids = []
     for entry in store.list(folder):
@@ -75,7 +75,7 @@ def is_compaction_batch(batch: int, interval: int) -> bool:
     return (batch + 1) % interval == 0
 
 
-def sink_entry(store, sink: str, batch: int, interval: int) -> Optional[str]:
+def sink_entry(store: Any, sink: str, batch: int, interval: int) -> Optional[str]:
     """Write the file sink's log entry for ``batch`` (no files; a compaction
     batch: every live file, as Spark would have compacted them); its path,
     or None when ``sink`` has no metadata log or the entry is there."""
@@ -93,7 +93,7 @@ def sink_entry(store, sink: str, batch: int, interval: int) -> Optional[str]:
     return path
 
 
-def _live_files(store, log: str, batch: int, interval: int) -> List[str]:
+def _live_files(store: Any, log: str, batch: int, interval: int) -> List[str]:
     """The entries of every file still in the sink before ``batch``: the last
     compaction's, then each later batch's adds and deletes."""
     last_compact = max((b for b in range(batch) if is_compaction_batch(b, interval)),

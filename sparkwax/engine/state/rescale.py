@@ -34,7 +34,7 @@ import re
 import signal
 import time as wall_clock
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ...checkpoint_files import STEPS_FILE, state_file_name
 from ...errors import CheckpointError, RescaleError
@@ -110,7 +110,7 @@ def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
     return _result(checkpoint, plan)
 
 
-def _build_and_place(spark, store, checkpoint: str, plan: Dict[str, Any],
+def _build_and_place(spark: Any, store: Any, checkpoint: str, plan: Dict[str, Any],
                      layout: StateLayout) -> None:
     """The new state written beside the checkpoint, then moved into it."""
     work = join_path(join_path(checkpoint, FOLDER), "work")
@@ -155,7 +155,7 @@ def finish_interrupted(spark: Any, checkpoint: str) -> Optional[str]:
             "run it again")
 
 
-def _plan(spark, store, checkpoint: str, partitions: int, buckets: Optional[int],
+def _plan(spark: Any, store: Any, checkpoint: str, partitions: int, buckets: Optional[int],
           sink: Optional[str]) -> Dict[str, Any]:
     """What the rescale will write, checked before anything is."""
     committed = last_commit(store, checkpoint)
@@ -199,7 +199,7 @@ def _plan(spark, store, checkpoint: str, partitions: int, buckets: Optional[int]
             "sink": sink or recorded_sink}
 
 
-def _moves(store, built: str, checkpoint: str, version: int) -> List[Tuple[str, str]]:
+def _moves(store: Any, built: str, checkpoint: str, version: int) -> List[Tuple[str, str]]:
     """(new file, its place in the checkpoint) for every file of the built
     state: version 1 becomes ``version`` (a delta becomes a snapshot)."""
     moves = []
@@ -218,7 +218,7 @@ def _moves(store, built: str, checkpoint: str, version: int) -> List[Tuple[str, 
     return moves
 
 
-def _files(store, folder: str):
+def _files(store: Any, folder: str) -> Iterator[Any]:
     """The files under ``folder`` (SST subfolders included), not ``_metadata``."""
     for entry in store.list(folder):
         if entry.is_dir:
@@ -227,7 +227,7 @@ def _files(store, folder: str):
             yield entry
 
 
-def _write_logs(spark, store, checkpoint: str, plan: Dict[str, Any]) -> None:
+def _write_logs(spark: Any, store: Any, checkpoint: str, plan: Dict[str, Any]) -> None:
     """The rescale batch in the logs (idempotent: a finished rescale writes
     the same again)."""
     batch, partitions = plan["committed"] + 1, plan["partitions"][1]
@@ -247,7 +247,7 @@ def _write_logs(spark, store, checkpoint: str, plan: Dict[str, Any]) -> None:
     store.write_text(join_path(commits, str(batch)), plan["commit"])
 
 
-def _operator_metadata(store, checkpoint: str, partitions: int) -> None:
+def _operator_metadata(store: Any, checkpoint: str, partitions: int) -> None:
     path = join_path(checkpoint, "state/0/_metadata/metadata")
     text = store.read_text(path)
     if text is None:
@@ -257,7 +257,7 @@ def _operator_metadata(store, checkpoint: str, partitions: int) -> None:
         store.write_text(path, updated)
 
 
-def _steps_file(store, checkpoint: str, partitions: int, buckets: Optional[int]) -> None:
+def _steps_file(store: Any, checkpoint: str, partitions: int, buckets: Optional[int]) -> None:
     steps = read_steps(store, checkpoint)
     if steps is None:
         return
@@ -276,7 +276,7 @@ def _crash_point(stage: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _refuse_running(spark, checkpoint: str, idle_seconds: float) -> None:
+def _refuse_running(spark: Any, checkpoint: str, idle_seconds: float) -> None:
     for query in spark.streams.active:
         try:
             root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
@@ -299,17 +299,17 @@ def _refuse_running(spark, checkpoint: str, idle_seconds: float) -> None:
                                "stopped query's state)")
 
 
-def _newest_log_ms(store, checkpoint: str) -> int:
+def _newest_log_ms(store: Any, checkpoint: str) -> int:
     return max((entry.modified_ms for log in ("offsets", "commits")
                 for entry in store.list(join_path(checkpoint, log))), default=0)
 
 
-def _record(store, checkpoint: str, number: int, record: Dict[str, Any]) -> None:
+def _record(store: Any, checkpoint: str, number: int, record: Dict[str, Any]) -> None:
     store.write_text(join_path(join_path(checkpoint, FOLDER), f"journal-{number}.json"),
                      json.dumps(record))
 
 
-def _newest_record(store, folder: str) -> Optional[Dict[str, Any]]:
+def _newest_record(store: Any, folder: str) -> Optional[Dict[str, Any]]:
     for entry in sorted(store.list(folder), key=lambda e: e.name, reverse=True):
         if entry.name.startswith("journal-") and entry.name.endswith(".json"):
             try:
@@ -320,9 +320,9 @@ def _newest_record(store, folder: str) -> Optional[Dict[str, Any]]:
     return None
 
 
-def _text(store, checkpoint: str, log: str, batch: int) -> str:
+def _text(store: Any, checkpoint: str, log: str, batch: int) -> str:
     path = join_path(join_path(checkpoint, log), str(batch))
-    text = store.read_text(path)
+    text: Optional[str] = store.read_text(path)
     if text is None:
         raise CheckpointError(f"{checkpoint}: {log}/{batch} is missing", checkpoint=checkpoint,
                               path=path)

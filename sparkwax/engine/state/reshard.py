@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import pickle
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from ...errors import ConfigError
 from ...paths import join_path
@@ -70,8 +70,8 @@ class StateLayout:
                    "keys" in state.fieldNames() and "buckets" in state.fieldNames())
 
 
-def state_rows(spark, checkpoint: str, layout: StateLayout, batch_id: int,
-               buckets: Optional[int], key_ddl: Optional[str], operator: int = 0):
+def state_rows(spark: Any, checkpoint: str, layout: StateLayout, batch_id: int,
+               buckets: Optional[int], key_ddl: Optional[str], operator: int = 0) -> Any:
     """The rows to store: the key columns, the group state's fields (one
     column each) and the timeout, for the state of ``batch_id``; a packed step's keys in
     ``buckets`` new buckets (its key columns typed by ``key_ddl``)."""
@@ -92,7 +92,8 @@ def state_rows(spark, checkpoint: str, layout: StateLayout, batch_id: int,
                        layout, buckets, key_ddl)
 
 
-def _rebucketed(spark, buckets_frame, layout: StateLayout, buckets: int, key_ddl: str):
+def _rebucketed(spark: Any, buckets_frame: Any, layout: StateLayout, buckets: int,
+                key_ddl: str) -> Any:
     """Every key of every bucket row, put into ``buckets`` new buckets."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -119,16 +120,16 @@ def _rebucketed(spark, buckets_frame, layout: StateLayout, buckets: int, key_ddl
                        F.lit(buckets).cast("long").alias(_STATE + "buckets"), _TIMEOUT)
 
 
-def _open_buckets(names: List[str]):
+def _open_buckets(names: List[str]) -> Callable[[Any], Iterator[Any]]:
     """mapInPandas: a bucket row -> one row per key (its columns, its pickled
     Python key, blob, timer, armed timeout, the bucket row's timeout)."""
-    def open_buckets(frames):
+    def open_buckets(frames: Any) -> Iterator[Any]:
         import pandas as pd
 
         from ..bucket import Bucket, NONE
 
         for frame in frames:
-            out: Dict[str, list] = {name: [] for name in
+            out: Dict[str, List[Any]] = {name: [] for name in
                                     [*names, _KEY_PICKLE, "blob", "timer", "armed", _TIMEOUT]}
             for blob, timeout in zip(frame["keys"], frame[_TIMEOUT]):
                 for key, stored, timer, armed in Bucket.decode(bytes(blob)).entries():
@@ -145,7 +146,7 @@ def _open_buckets(names: List[str]):
     return open_buckets
 
 
-def _pack_bucket(frame):
+def _pack_bucket(frame: Any) -> Any:
     """applyInPandas: one new bucket's keys -> its state row; its timeout is
     the earliest of the old buckets' its keys came from (never later than
     any of its keys needs: an early call finds nothing due and waits on)."""
@@ -163,11 +164,11 @@ def _pack_bucket(frame):
                          _TIMEOUT: [min(timeouts) if timeouts else NO_TIMEOUT]})
 
 
-def _ms(value) -> Optional[int]:
+def _ms(value: Any) -> Optional[int]:
     return None if value is None or value != value else int(value)
 
 
-def write_state(spark, rows, layout: StateLayout, work: str, partitions: int,
+def write_state(spark: Any, rows: Any, layout: StateLayout, work: str, partitions: int,
                 confs: Dict[str, str]) -> str:
     """Store ``rows`` with a one-batch streaming query on a new checkpoint
     under ``work``, in ``partitions`` state partitions, under ``confs`` (the
@@ -200,9 +201,9 @@ def write_state(spark, rows, layout: StateLayout, work: str, partitions: int,
     return checkpoint
 
 
-def _store_row(fields: List[str]):
+def _store_row(fields: List[str]) -> Callable[[Any, Any, Any], Iterator[Any]]:
     """applyInPandasWithState: a key's one row becomes its state and timeout."""
-    def store_row(key, frames, state) -> Iterator[Any]:
+    def store_row(key: Any, frames: Any, state: Any) -> Iterator[Any]:
         for frame in frames:
             values = zip(*[frame[_STATE + name] for name in fields])
             for stored, timeout in zip(values, frame[_TIMEOUT]):
@@ -216,7 +217,7 @@ def _store_row(fields: List[str]):
     return store_row
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A state field as pyspark's state writer takes it (pandas hands NaN
     for a null long, numpy scalars for numbers)."""
     if value is None or (isinstance(value, float) and value != value):
@@ -226,7 +227,7 @@ def _plain(value):
     return bytes(value) if isinstance(value, (bytearray, memoryview)) else value
 
 
-def _with_nullability(column, field):
+def _with_nullability(column: Any, field: Any) -> Any:
     """A key column as non-nullable as the checkpoint's (a file source reads
     every column as nullable; Spark's state schema check compares them)."""
     from pyspark.sql import functions as F
@@ -247,7 +248,7 @@ def _with_nullability(column, field):
 class _session_confs:
     """Set confs on a session for a block, then put back what was there."""
 
-    def __init__(self, spark, settings: Dict[str, str]):
+    def __init__(self, spark: Any, settings: Dict[str, str]):
         self.spark, self.settings = spark, settings
         self.before: Dict[str, Optional[str]] = {}
 
@@ -256,7 +257,7 @@ class _session_confs:
             self.before[name] = self.spark.conf.get(name, None)
             self.spark.conf.set(name, value)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         for name, value in self.before.items():
             if value is None:
                 self.spark.conf.unset(name)
