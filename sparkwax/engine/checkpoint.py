@@ -312,14 +312,18 @@ def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0,
 
 def running_query_hint(spark, checkpoint: str, idle_seconds: float) -> Optional[str]:
     """Why the checkpoint looks in use by a running query, or None."""
-    store = storage_for(spark)
-    newest_ms = max((entry.modified_ms for log in ("offsets", "commits")
-                     for entry in store.list(join_path(checkpoint, log))), default=0)
+    newest_ms = newest_log_ms(storage_for(spark), checkpoint)
     age = wall_clock.time() - newest_ms / 1000 if newest_ms else None
     if age is not None and age < idle_seconds:
         return (f"its log was written {age:.0f} s ago (clear waits until it is "
                 f"{idle_seconds:.0f} s old: {idle_seconds - age:.0f} s more)")
     return None
+
+
+def newest_log_ms(store, checkpoint: str) -> int:
+    """When the offset or commit log was last written (epoch ms; 0: never)."""
+    return max((entry.modified_ms for log in ("offsets", "commits")
+                for entry in store.list(join_path(checkpoint, log))), default=0)
 
 
 def require_checkpoint(store, checkpoint: str) -> None:
@@ -348,6 +352,6 @@ def active_session(spark, what: str):
     return found
 
 
-__all__ = ["StateEntry", "active_session", "clear", "last_watermark_ms",
+__all__ = ["StateEntry", "active_session", "clear", "last_watermark_ms", "newest_log_ms",
            "key_matches", "key_order", "read_entries", "read_state", "require_checkpoint", "running_query_hint", "state_frame",
            "state_summary"]

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from sparkwax.batchlog import parse_commit
 from sparkwax.engine.state import batch_logs
 from sparkwax.errors import CheckpointError
 
@@ -60,8 +61,8 @@ def test_offsets_get_the_new_partition_count_and_watermark_and_keep_the_rest():
 
 
 def test_a_commit_gives_its_watermark():
-    assert batch_logs.commit_watermark('v1\n{"nextBatchWatermarkMs":1234}') == 1234
-    assert batch_logs.commit_watermark("v1") == 0
+    assert parse_commit('v1\n{"nextBatchWatermarkMs":1234}') == 1234
+    assert parse_commit("v1") == 0
 
 
 def test_the_sink_log_gets_an_empty_entry_for_an_ordinary_batch():

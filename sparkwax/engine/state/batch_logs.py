@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
+from ...batchlog import file_log_entries, log_number, parse_offsets
 from ...errors import CheckpointError
 from ...paths import join_path
 
@@ -48,26 +49,13 @@ def with_partitions(offsets: str, partitions: int, watermark_ms: Optional[int] =
 
 def offsets_confs(offsets: str) -> Dict[str, str]:
     """The confs an offset log entry records (the state store, its formats)."""
-    lines = offsets.split("\n")
-    return dict(json.loads(lines[1]).get("conf", {})) if len(lines) > 1 else {}
-
-
-def commit_watermark(commit: str) -> int:
-    for line in commit.splitlines():
-        if line.strip().startswith("{"):
-            return int(json.loads(line).get("nextBatchWatermarkMs", 0))
-    return 0
+    return dict(parse_offsets(0, offsets).metadata.get("conf", {}))
 
 
 def numbered(store: Any, folder: str) -> List[int]:
     """The batch ids of a log folder, ascending (``7`` and ``9.compact`` both count)."""
-    ids = []
-    for entry in store.list(folder):
-        name = entry.name[:-len(_COMPACT_SUFFIX)] if entry.name.endswith(_COMPACT_SUFFIX) \
-            else entry.name
-        if name.isdigit():
-            ids.append(int(name))
-    return sorted(set(ids))
+    found = (log_number(entry.name) for entry in store.list(folder))
+    return sorted({number[0] for number in found if number is not None})
 
 
 def is_compaction_batch(batch: int, interval: int) -> bool:
@@ -106,16 +94,13 @@ def _live_files(store: Any, log: str, batch: int, interval: int) -> List[str]:
         if text is None:
             raise CheckpointError(f"the file sink's log has no entry {name} in {log}",
                                   checkpoint=log, path=join_path(log, name))
-        for line in text.splitlines()[1:]:
-            if not line.strip():
-                continue
-            status = json.loads(line)
+        for status in file_log_entries(text, join_path(log, name)):
             if status.get("action") == "delete":
                 entries.pop(status["path"], None)
             else:
-                entries[status["path"]] = line
+                entries[status["path"]] = json.dumps(status, separators=(",", ":"))
     return list(entries.values())
 
 
-__all__ = ["commit_watermark", "is_compaction_batch", "numbered", "offsets_confs",
+__all__ = ["is_compaction_batch", "numbered", "offsets_confs",
            "sink_entry", "with_partitions"]

@@ -36,10 +36,11 @@ import time as wall_clock
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ...batchlog import parse_commit
 from ...checkpoint_files import STEPS_FILE, state_file_name
 from ...errors import CheckpointError, RescaleError
 from ...paths import join_path
-from ..checkpoint import active_session, require_checkpoint
+from ..checkpoint import active_session, newest_log_ms, require_checkpoint
 from ..diagnose import last_commit, operators, read_steps
 from ..storage import is_connect, storage_for
 from . import batch_logs
@@ -232,7 +233,7 @@ def _write_logs(spark: Any, store: Any, checkpoint: str, plan: Dict[str, Any]) -
     the same again)."""
     batch, partitions = plan["committed"] + 1, plan["partitions"][1]
     offsets, commits = join_path(checkpoint, "offsets"), join_path(checkpoint, "commits")
-    watermark = batch_logs.commit_watermark(plan["commit"])
+    watermark = parse_commit(plan["commit"])
     if plan["planned"] is not None:  # the batch the query had planned runs after the rescale
         store.write_text(join_path(offsets, str(batch + 1)),
                          batch_logs.with_partitions(plan["planned"], partitions))
@@ -289,19 +290,14 @@ def _refuse_running(spark: Any, checkpoint: str, idle_seconds: float) -> None:
     if idle_seconds <= 0:
         return
     store = storage_for(spark)
-    newest = _newest_log_ms(store, checkpoint)
+    newest = newest_log_ms(store, checkpoint)
     wait = idle_seconds - (wall_clock.time() - newest / 1000)
     if newest and wait > 0:  # just stopped, or running: a running query writes again
         wall_clock.sleep(wait)
-        if _newest_log_ms(store, checkpoint) != newest:
+        if newest_log_ms(store, checkpoint) != newest:
             raise RescaleError(f"{checkpoint} is in use: a query wrote its logs in the last "
                                f"{idle_seconds:.0f} s; stop it first (Spark rescales only a "
                                "stopped query's state)")
-
-
-def _newest_log_ms(store: Any, checkpoint: str) -> int:
-    return max((entry.modified_ms for log in ("offsets", "commits")
-                for entry in store.list(join_path(checkpoint, log))), default=0)
 
 
 def _record(store: Any, checkpoint: str, number: int, record: Dict[str, Any]) -> None:
