@@ -88,6 +88,20 @@ class CallbackError(LogicError, RuntimeError):
 class BuilderError(LogicError):
     """The builder raised, or returned something that is not a logic object."""
 
+    @classmethod
+    def sampling(cls, step_id: str, builder: str, why: str, error: BaseException
+                 ) -> "BuilderError":
+        """The builder raised when sparkwax called it with ``resume_state=None``
+        at plan time to sample the logic (``why``: what it looks at); no key
+        is involved, so the message names none (``key`` is None)."""
+        made = cls(step_id, None, "builder(None) at plan time", NO_VALUE, "")
+        made.reason = (f"the builder {builder} raised {short_repr(error)} when sparkwax "
+                       f"called it with resume_state=None to sample the logic ({why}); "
+                       f"no key was involved. A builder must accept resume_state=None: "
+                       f"that is how every new key's logic is built")
+        Exception.__init__(made, f"step {step_id!r}: {made.reason}")
+        return made
+
 
 class ReturnValueError(LogicError):
     """A callback returned something other than ``(emits, discard)``."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 from .builders import Duration, OperatorBuilder
-from .errors import BuilderError, ConfigError, NO_VALUE
+from .errors import BuilderError, ConfigError
 from .expiry import Ttl, step_ttl
 from .limits import StateLimitBuilder, with_state_limit
 from .logic import Builder, overrides_notify_at
@@ -154,9 +154,8 @@ class Step:
         try:
             sample = builder(None)
         except Exception as error:
-            raise BuilderError(self.step_id, None, "builder(None)", NO_VALUE,
-                               f"the builder raised {error!r} when sparkwax built a sample "
-                               "logic to see whether it uses timers") from error
+            raise BuilderError.sampling(self.step_id, builder_name(builder),
+                                        "whether it uses timers", error) from error
         return overrides_notify_at(type(sample))
 
 

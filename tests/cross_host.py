@@ -193,6 +193,12 @@ class EmitCase:
 _NAIVE = datetime(2024, 1, 1, 12, 0)
 _DAY = datetime(2024, 1, 1).date()
 _ORDER = {"sku": "a", "price": Decimal("1.00")}
+_AFTER_2262 = datetime(2263, 1, 1, tzinfo=timezone.utc)
+_BEFORE_1677 = datetime(1600, 1, 1, tzinfo=timezone.utc)
+# the edges of an output timestamp (pandas' nanoseconds), odd microseconds
+# beyond 2**53 µs from 1970, which a float64 would round
+_LOW_EDGE = datetime(1677, 9, 21, 0, 12, 43, 145225, tzinfo=timezone.utc)
+_HIGH_EDGE = datetime(2262, 4, 11, 23, 47, 16, 854775, tzinfo=timezone.utc)
 
 BAD_EMITS = [
     # the five that failed on Spark with an Arrow/OverflowError naming nothing
@@ -245,6 +251,18 @@ BAD_EMITS = [
              "orders[1].price", Decimal("1.005")),
     EmitCase("nested_map_array", "m map<string, array<tinyint>>", ({"a": [1]},),
              ({"a": [1], "b": [2, 200]},), "m['b'][1]", 200),
+    # the type edges (issue 32): passed offline, failed on Spark in pandas or Arrow
+    EmitCase("timestamp_after_2262", "t timestamp", T0, _AFTER_2262, "t", _AFTER_2262),
+    EmitCase("timestamp_before_1677", "t timestamp", T0, _BEFORE_1677, "t", _BEFORE_1677),
+    EmitCase("timestamp_ntz_after_2262", "wall timestamp_ntz", _NAIVE,
+             _AFTER_2262.replace(tzinfo=None), "wall", _AFTER_2262.replace(tzinfo=None)),
+    EmitCase("timestamp_array_after_2262", "times array<timestamp>", [T0], [T0, _AFTER_2262],
+             "times[1]", _AFTER_2262),
+    EmitCase("lone_surrogate", "label string", "x", "a\ud800", "label", "a\ud800"),
+    EmitCase("lone_surrogate_map_key", "tags map<string, int>", ({"a": 1},),
+             ({"\udc00": 1},), "tags['\\udc00']", "\udc00"),
+    EmitCase("lone_surrogate_struct", "point struct<name: string, x: double>",
+             (("a", 1.0),), (("\udfff", 1.0),), "point.name", "\udfff"),
 ]
 
 # Good emits of every type: key "a" the low edges, "b" the high ones, "c" the
@@ -259,17 +277,18 @@ GOOD_EMITS = {
     "a": {"b": -128, "s": -32768, "i": -2 ** 31, "l": -2 ** 63, "f": -3.4028234663852886e38,
           "d": -1e308, "dec": Decimal("-99999999.99"), "flag": False, "name": "",
           "raw": b"", "day": datetime(1, 1, 1).date(),
-          "at": datetime(1970, 1, 1, tzinfo=timezone.utc),
+          "at": _LOW_EDGE,
           "wall": datetime(2024, 1, 1, 12, 30), "items": [], "tags": {},
           "point": {"x": None, "y": -0.0}, "orders": [], "times": []},
     "b": (127, 32767, 2 ** 31 - 1, 2 ** 63 - 1, 0.5, 2 ** 53, 99999999,
           True, "spark ✓", bytearray(b"\x00\xff"), datetime(9999, 12, 31).date(),
-          datetime(2024, 6, 1, 12, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2))),
+          _HIGH_EDGE.astimezone(timezone(timedelta(hours=2))),
           datetime(2024, 1, 1), [1, -(2 ** 63), 2 ** 63 - 1], {"a": 1, "b": None},
           (1.5, 2.5),
           [{"sku": "x", "price": Decimal("99.99"), "extra": {"k": [1, None]}},
            ("y", Decimal("0.5"), None)],
-          [datetime(2024, 6, 1, 23, 30, tzinfo=timezone(timedelta(hours=-5))), T0]),
+          [datetime(2024, 6, 1, 23, 30, tzinfo=timezone(timedelta(hours=-5))), T0,
+           datetime(2260, 1, 1, 0, 0, 0, 1, tzinfo=timezone.utc)]),
     "c": {"b": None, "s": None, "i": None, "l": None, "f": None, "d": None, "dec": None,
           "flag": None, "name": None, "raw": None, "day": None, "at": None, "wall": None,
           "items": [None], "tags": {"n": None}, "point": None, "orders": [None],
@@ -282,7 +301,8 @@ GOOD_EMITS = {
 STREAMED = ("int_2_40", "long_2_70", "tinyint_300", "decimal_precision", "array_long_str",
             "wrong_type", "wrong_type_string", "missing_field", "extra_field",
             "none_not_nullable", "naive_timestamp", "bool_into_int", "float_into_long",
-            "tinyint_low", "smallint_high", "int_low", "long_2_63")
+            "tinyint_low", "smallint_high", "int_low", "long_2_63", "timestamp_after_2262",
+            "lone_surrogate")
 
 EMITS: Dict[str, List[Any]] = {}
 for _case in BAD_EMITS:

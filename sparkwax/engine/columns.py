@@ -18,6 +18,11 @@ import pandas as pd
 from ..timers import EPOCH
 
 INTEGER, TIMESTAMP, OTHER = "integer", "timestamp", "other"
+NULL_MICROS = -(1 << 63)
+"""A null timestamp in a µs column (Spark's timestamps end at year 1, far
+above): the plan sends them so (``plan._project``), not as null, which
+pandas would hand as a float column, exact to 2**53 µs only (~285 years
+from 1970)."""
 NESTED = "nested"
 """A column whose type holds an array (at any depth): pyspark hands arrays as
 numpy arrays, whose dtype depends on the other rows converted with them; they
@@ -210,8 +215,8 @@ def _column(series, kind: str) -> list:
         return series.tolist()
     if kind == TIMESTAMP:
         micros = series.tolist()
-        return [None if (x is None or x != x) else EPOCH + timedelta(microseconds=int(x))
-                for x in micros]
+        return [None if (x is None or x != x or x == NULL_MICROS)
+                else EPOCH + timedelta(microseconds=int(x)) for x in micros]
     if kind == NESTED:
         return [_plain(x) for x in series.tolist()]
     if series.dtype == object:

@@ -110,8 +110,7 @@ class OutputBuilder:
             # frame a single cheap block (pandas and Arrow both).
             return np.array(column, dtype=typed[1])
         if self._timestamp[index]:
-            micros = [np.nan if v is None else to_epoch_us(v) for v in column]
-            return pd.to_datetime(pd.Series(micros, dtype="float64"), unit="us", utc=True)
+            return timestamp_series(column)
         return _object_array(column)
 
     def _refuse(self, emits: Sequence[Any], keys: "_RowKeys") -> None:
@@ -122,6 +121,25 @@ class OutputBuilder:
         # the checker's column test and its value test disagree: never seen
         raise SchemaError(self.step_id, None, "output", emits,
                           "an emit does not fit the output schema")
+
+
+_NAT = np.iinfo(np.int64).min  # numpy's NaT as an int64
+
+
+def timestamp_series(column: List[Any]) -> pd.Series:
+    """Aware datetimes (checked: in ``TIMESTAMP_RANGE``) or None as the
+    ``datetime64[ns, UTC]`` Series Spark converts: exact to the microsecond
+    (int64 all the way; floats would lose microseconds beyond 2**53 µs,
+    about 285 years from 1970).
+
+    >>> from datetime import datetime, timezone
+    >>> t = datetime(2260, 1, 1, 0, 0, 0, 1, tzinfo=timezone.utc)
+    >>> timestamp_series([t, None]).tolist()[0].to_pydatetime() == t
+    True
+    """
+    micros = np.array([_NAT if v is None else to_epoch_us(v) for v in column], dtype=np.int64)
+    nanos = micros.view("datetime64[us]").astype("datetime64[ns]")
+    return pd.Series(nanos, copy=False).dt.tz_localize("UTC")
 
 
 class _RowKeys:

@@ -20,7 +20,7 @@ from ..logic import Builder
 from ..metrics import FIELDS, INPUT_SUFFIX, PREFIX
 from ..step import Step
 from ..timers import EventTime, TimeMode
-from .columns import INTEGER, NESTED, OTHER, TIMESTAMP, InputLayout
+from .columns import INTEGER, NESTED, NULL_MICROS, OTHER, TIMESTAMP, InputLayout
 from .host import NO_TIMEOUT, BoundedHost, StreamingHost
 from .outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
@@ -320,8 +320,9 @@ def _as_function(host, spark):
 
 
 def _project(df, keys, value_names, order, fields, time):
-    """Key, value and order columns; timestamps as epoch µs (event column kept
-    as a timestamp for the watermark, plus its µs copy)."""
+    """Key, value and order columns; timestamps as epoch µs, nulls as
+    ``NULL_MICROS`` so the column stays int64 (event column kept as a
+    timestamp for the watermark, plus its µs copy)."""
     wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
     event = isinstance(time, EventTime)
     columns = []
@@ -329,7 +330,7 @@ def _project(df, keys, value_names, order, fields, time):
         column = F.col(f"`{name}`")
         if name not in keys and isinstance(fields[name].dataType, T.TimestampType) and not (
                 event and name == time.column):
-            column = F.unix_micros(column).alias(name)
+            column = F.coalesce(F.unix_micros(column), F.lit(NULL_MICROS)).alias(name)
         columns.append(column)
     if event:
         if time.column not in wanted:

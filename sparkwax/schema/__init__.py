@@ -28,12 +28,13 @@ from .ddl import parse_ddl, parse_type, struct_of, type_of_json
 from .sql_types import (ArrayType, BIGINT, BINARY, BOOLEAN, BinaryType, BooleanType, CharType, DATE,
                         DOUBLE, DateType, DecimalType, FLOAT, FractionalType, INT, IntegralType,
                         MapType, SMALLINT, STRING, SqlType, StringType, StructField, StructType,
-                        TIMESTAMP, TIMESTAMP_NTZ, TINYINT, TimestampType)
+                        TIMESTAMP, TIMESTAMP_HIGH, TIMESTAMP_LOW, TIMESTAMP_NTZ, TINYINT,
+                        TimestampType)
 
 __all__ = [
     "ArrayType", "BINARY", "BIGINT", "BOOLEAN", "BinaryType", "BooleanType", "CharType", "DATE",
     "DOUBLE", "DateType", "DecimalType", "FLOAT", "FractionalType", "INT", "IntegralType",
     "MapType", "OutputSchema", "SMALLINT", "STRING", "SqlType", "StringType", "StructField",
-    "StructType", "TIMESTAMP", "TIMESTAMP_NTZ", "TINYINT", "TimestampType", "parse_ddl",
+    "StructType", "TIMESTAMP", "TIMESTAMP_HIGH", "TIMESTAMP_LOW", "TIMESTAMP_NTZ", "TINYINT", "TimestampType", "parse_ddl",
     "parse_type", "struct_of", "type_of_json",
 ]

@@ -356,12 +356,48 @@ class _ByType(SqlType):
 
 @dataclass(frozen=True)
 class StringType(_ByType):
+    """string: a str Spark can hold, that is one that encodes as UTF-8 (a
+    lone surrogate such as ``"\\ud800"`` does not: Arrow refuses it)."""
+
     exact = frozenset({str})
     accepted = (str,)
     expected = "a str"
 
     def simple_string(self) -> str:
         return "string"
+
+    def ok(self, values: List[Any], nullable: bool, types: Optional[Set[type]] = None) -> bool:
+        kinds = set(map(type, values)) if types is None else types
+        if kinds <= self.exact:
+            return _utf8(values)
+        if kinds <= self.exact | {_NONE}:
+            return nullable and _utf8(_present(values, kinds))
+        return self._each(values, nullable)
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, str) and _utf8([value])
+
+    def misfit(self, value: Any) -> Optional[Misfit]:
+        if not isinstance(value, str):
+            return self._wrong(value, self.expected)
+        if _utf8([value]):
+            return None
+        index = next(i for i, char in enumerate(value) if "\ud800" <= char <= "\udfff")
+        return ("", value, f"does not fit string: a lone surrogate {value[index]!r} at index "
+                           f"{index} is not UTF-8, which Spark's strings are (decode the "
+                           f"source with errors='replace', or drop it)")
+
+
+def _utf8(values: List[str]) -> bool:
+    """Whether every str encodes as UTF-8 (``str.isascii`` is O(1) in
+    CPython: only non-ASCII strings are encoded, all at once)."""
+    if all(map(str.isascii, values)):
+        return True
+    try:
+        "".join(value for value in values if not value.isascii()).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -407,10 +443,33 @@ class DateType(_ByType):
         return super().misfit(value)
 
 
+# Spark hands an output timestamp to pandas as nanoseconds since the epoch in
+# an int64: these are the first and last microseconds that hold (pandas'
+# Timestamp.min/max, 1677-09-21 and 2262-04-11); beyond them applyInPandas
+# fails in pandas (OutOfBoundsDatetime) with no step, key or field.
+TIMESTAMP_LOW_US = -((1 << 63) - 1) // 1000 + 1
+TIMESTAMP_HIGH_US = ((1 << 63) - 1) // 1000
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+TIMESTAMP_LOW = _EPOCH_UTC + dt.timedelta(microseconds=TIMESTAMP_LOW_US)
+TIMESTAMP_HIGH = _EPOCH_UTC + dt.timedelta(microseconds=TIMESTAMP_HIGH_US)
+_LOW_NAIVE, _HIGH_NAIVE = (TIMESTAMP_LOW.replace(tzinfo=None),
+                           TIMESTAMP_HIGH.replace(tzinfo=None))
+TIMESTAMP_RANGE = f"{_LOW_NAIVE.isoformat(' ')} .. {_HIGH_NAIVE.isoformat(' ')}"
+"""The range of an output timestamp, as messages name it."""
+
+
+def _timestamp_in_range(value: dt.datetime) -> bool:
+    if value.utcoffset() is None:
+        return _LOW_NAIVE <= value <= _HIGH_NAIVE
+    return TIMESTAMP_LOW <= value <= TIMESTAMP_HIGH
+
+
 @dataclass(frozen=True)
 class TimestampType(SqlType):
     """timestamp: an aware datetime (naive ones are refused: Spark would read
-    them in the session's time zone); timestamp_ntz: any datetime."""
+    them in the session's time zone); timestamp_ntz: any datetime. Either
+    within ``TIMESTAMP_RANGE`` (Spark converts output timestamps through
+    pandas' nanoseconds)."""
 
     ntz: bool = False
 
@@ -424,18 +483,31 @@ class TimestampType(SqlType):
                 if not nullable:
                     return False
                 values = [v for v in values if v is not None]
-            return self.ntz or None not in list(map(_utcoffset, values))
+            if not values:
+                return True
+            offsets = list(map(_utcoffset, values))
+            if None not in offsets:  # all aware: compared in C
+                return bool(TIMESTAMP_LOW <= min(values) and max(values) <= TIMESTAMP_HIGH)
+            if not self.ntz:
+                return False
+            return all(map(_timestamp_in_range, values))
         return self._each(values, nullable)
 
     def fits(self, value: Any) -> bool:
-        return isinstance(value, dt.datetime) and (self.ntz or value.utcoffset() is not None)
+        return (isinstance(value, dt.datetime) and (self.ntz or value.utcoffset() is not None)
+                and _timestamp_in_range(value))
 
     def misfit(self, value: Any) -> Optional[Misfit]:
         if self.fits(value):
             return None
         if isinstance(value, dt.datetime):
-            return ("", value, "does not fit timestamp: naive datetime: emit an aware one, "
-                               "e.g. tzinfo=timezone.utc")
+            if not self.ntz and value.utcoffset() is None:
+                return ("", value, "does not fit timestamp: naive datetime: emit an aware one, "
+                                   "e.g. tzinfo=timezone.utc")
+            zone = "" if value.utcoffset() is None else " UTC"
+            return ("", value, f"out of range for {self.simple_string()}: allowed "
+                               f"{TIMESTAMP_RANGE}{zone} (Spark converts output timestamps "
+                               f"through pandas' nanoseconds)")
         return self._wrong(value, "a datetime")
 
 

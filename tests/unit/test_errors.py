@@ -270,6 +270,25 @@ def test_builder_raising_on_new_key():
     assert isinstance(err.__cause__, Boom) and "cannot build" in str(err)
 
 
+def test_a_builder_raising_when_sampled_at_plan_time_names_the_sampling_not_a_key():
+    # a Spark plan builds one logic with resume_state=None to see its timers
+    def make_logic(resume_state):
+        return Counter(resume_state["n"])
+
+    with pytest.raises(BuilderError) as info:
+        Step(make_logic, STEP).uses_timers()
+    err = info.value
+    message = str(err)
+    assert message.startswith(f"step {STEP!r}: the builder ")
+    for expected in ("make_logic", "resume_state=None", "sample the logic", "TypeError"):
+        assert expected in message, message
+    assert "key None" not in message and "null" not in message
+    assert (err.step_id, err.key, err.callback) == (STEP, None, "builder(None) at plan time")
+    assert isinstance(err.__cause__, TypeError)
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == message and again.callback == err.callback
+
+
 def test_builder_raising_on_resume_shows_the_resume_state():
     def builder(resume):
         if resume is not None:

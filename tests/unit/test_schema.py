@@ -16,7 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 import sparkwax as sw
 from sparkwax.schema import (BIGINT, BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, SMALLINT,
-                             STRING, TIMESTAMP, TIMESTAMP_NTZ, TINYINT, ArrayType, CharType,
+                             STRING, TIMESTAMP, TIMESTAMP_HIGH, TIMESTAMP_LOW,
+                             TIMESTAMP_NTZ, TINYINT, ArrayType, CharType,
                              DecimalType, MapType, OutputSchema, StructField, StructType,
                              parse_ddl, parse_type, struct_of, type_of_json)
 
@@ -119,11 +120,15 @@ GOOD = [
                           Decimal("1E+3"), Decimal("0E-10"), 99999999, -5]),
     (DecimalType(38, 38), [Decimal("0.5"), Decimal("-0." + "9" * 38)]),
     (BOOLEAN, [True, False, np.bool_(True)]),
-    (STRING, ["", "x", "✓"]),
+    (STRING, ["", "x", "✓", "\U0001f600", "\ud83d\ude00".encode("utf-16", "surrogatepass")
+              .decode("utf-16")]),
     (BINARY, [b"", b"x", bytearray(b"\x00")]),
     (DATE, [dt.date(1, 1, 1), dt.date(9999, 12, 31)]),
-    (TIMESTAMP, [AWARE, dt.datetime(2024, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=-5)))]),
-    (TIMESTAMP_NTZ, [NAIVE, AWARE]),
+    (TIMESTAMP, [AWARE, dt.datetime(2024, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=-5))),
+                 TIMESTAMP_LOW, TIMESTAMP_HIGH, dt.datetime(2260, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+                 TIMESTAMP_HIGH.astimezone(dt.timezone(dt.timedelta(hours=5)))]),
+    (TIMESTAMP_NTZ, [NAIVE, AWARE, TIMESTAMP_HIGH.replace(tzinfo=None),
+                     TIMESTAMP_LOW.replace(tzinfo=None)]),
     (ArrayType(BIGINT), [[], [1, None], (1, 2), np.array([1, 2])]),
     (ArrayType(ArrayType(STRING)), [[["a"], []], [None]]),
     (MapType(STRING, ArrayType(INT)), [{}, {"a": [1]}, {"b": None}]),
@@ -164,6 +169,20 @@ BAD = [  # (type, value, path below the value, reason fragment)
     (TIMESTAMP, NAIVE, "", "naive datetime"),
     (TIMESTAMP, dt.date(2024, 1, 1), "", "expected a datetime, not date"),
     (TIMESTAMP_NTZ, 5, "", "expected a datetime"),
+    # beyond pandas' nanoseconds (Spark's output conversion): 1677-09-21 .. 2262-04-11
+    (TIMESTAMP, dt.datetime(2263, 1, 1, tzinfo=UTC), "",
+     "out of range for timestamp: allowed 1677-09-21 00:12:43.145225 .. "
+     "2262-04-11 23:47:16.854775 UTC"),
+    (TIMESTAMP, TIMESTAMP_HIGH + dt.timedelta(microseconds=1), "", "out of range"),
+    (TIMESTAMP, TIMESTAMP_LOW - dt.timedelta(microseconds=1), "", "out of range"),
+    (TIMESTAMP, dt.datetime(1, 1, 1, tzinfo=UTC), "", "out of range"),
+    (TIMESTAMP_NTZ, dt.datetime(9999, 1, 1), "", "out of range for timestamp_ntz"),
+    (ArrayType(TIMESTAMP), [AWARE, dt.datetime(2263, 1, 1, tzinfo=UTC)], "[1]", "out of range"),
+    # a lone surrogate is no UTF-8: Arrow refuses it
+    (STRING, "\ud800", "", "a lone surrogate '\\ud800' at index 0 is not UTF-8"),
+    (STRING, "ok\udfff", "", "a lone surrogate '\\udfff' at index 2"),
+    (MapType(STRING, INT), {"\udc00": 1}, "['\\udc00']", "map key does not fit string"),
+    (ArrayType(STRING), ["é", "x\ud800"], "[1]", "lone surrogate"),
     (ArrayType(BIGINT), [1, "x"], "[1]", "expected an int, not str"),
     (ArrayType(BIGINT), "ab", "", "expected a list or tuple, not str"),
     (ArrayType(BIGINT), {1, 2}, "", "expected a list or tuple, not set"),
@@ -237,6 +256,8 @@ scalars = st.one_of(
                      Decimal("9" * 38), Decimal("1" + "0" * 38), Decimal("1" * 30 + ".0")]),
     st.text(max_size=3), st.binary(max_size=3), st.dates(),
     st.datetimes(timezones=st.sampled_from([None, UTC])),
+    st.sampled_from([TIMESTAMP_LOW, TIMESTAMP_HIGH, TIMESTAMP_HIGH.replace(tzinfo=None),
+                     TIMESTAMP_HIGH + dt.timedelta(microseconds=1), "\ud800", "é\udfff"]),
     st.sampled_from([np.int64(5), np.int64(2 ** 40), np.float32(1.5), np.bool_(False)]))
 values = st.recursive(
     scalars,
@@ -258,7 +279,8 @@ columns = st.one_of(
     alike(st.sampled_from([Decimal("9" * 38), Decimal("-" + "9" * 38), Decimal("999.99"),
                            Decimal("0.001"), Decimal("1E+5")])),
     alike(st.datetimes(timezones=st.sampled_from([None, UTC]))), alike(st.booleans()),
-    alike(st.text(max_size=2)), alike(st.lists(st.integers(-2 ** 40, 2 ** 40), max_size=3)),
+    alike(st.text(max_size=2)), alike(st.sampled_from(["a", "é", "\ud800", "\U0001f600"])),
+    alike(st.lists(st.integers(-2 ** 40, 2 ** 40), max_size=3)),
     alike(st.dictionaries(st.sampled_from(["a", "b", "p", "q"]),
                           st.one_of(st.none(), st.integers(-200, 200), st.dates()),
                           max_size=2)),
