@@ -19,10 +19,10 @@ from ..timers import EPOCH
 
 INTEGER, TIMESTAMP, OTHER = "integer", "timestamp", "other"
 NULL_MICROS = -(1 << 63)
-"""A null timestamp in a µs column (Spark's timestamps end at year 1, far
-above): the plan sends them so (``plan._project``), not as null, which
-pandas would hand as a float column, exact to 2**53 µs only (~285 years
-from 1970)."""
+"""A null timestamp in a µs column, the event-time copy included (Spark's
+timestamps end at year 1, far above): the plan sends them so
+(``plan._project``), not as null, which pandas would hand as a float
+column, exact to 2**53 µs only (~285 years from 1970)."""
 NESTED = "nested"
 """A column whose type holds an array (at any depth): pyspark hands arrays as
 numpy arrays, whose dtype depends on the other rows converted with them; they
@@ -69,7 +69,10 @@ def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarr
         values = [dict(zip(names, row)) for row in zip(*columns)]
     times = None
     if layout.event_column is not None:
-        times = _column(_take(_column_values(frame, layout.event_column), rows), INTEGER)
+        micros = _take(_column_values(frame, layout.event_column), rows)
+        times = _column(micros, INTEGER)
+        if micros.dtype.kind in "iu" and micros.min() == NULL_MICROS:
+            times = [None if t == NULL_MICROS else t for t in times]
     order = None
     if layout.order_by:
         order = [_column(_take(_column_values(frame, name), rows), OTHER)
@@ -106,6 +109,8 @@ def presorted(frame: pd.DataFrame, layout: InputLayout) -> Tuple[Optional[np.nda
     (None, True)
     >>> presorted(pd.DataFrame({"v": [1, 2], "t": [10.0, None]}), layout)
     (None, False)
+    >>> presorted(pd.DataFrame({"v": [1, 2], "t": [NULL_MICROS, 10]}), layout)
+    (None, False)
     """
     if layout.event_column is None or layout.order_by:
         return None, False
@@ -115,7 +120,9 @@ def presorted(frame: pd.DataFrame, layout: InputLayout) -> Tuple[Optional[np.nda
     if times.dtype.kind not in "iu":
         return None, False
     if len(times) < 2 or bool((times[1:] >= times[:-1]).all()):
-        return None, True
+        return None, not (len(times) and times[0] == NULL_MICROS)  # a null sorts first
+    if times.min() == NULL_MICROS:
+        return None, False  # the driver puts the nulls first
     return _stable_argsort(times), True
 
 

@@ -38,6 +38,7 @@ from ..checkpoint_files import (STEPS_FILE, key_fields_of_schema_file, load_chai
                                 step_of_operator, steps_file_message, steps_problem, zip_problem)
 from ..errors import CheckpointError, SparkwaxError
 from ..rebuild import rebuild
+from .offsets_files import offsets_problem
 from .storage import join_path, storage_for
 
 _STATE_FAILURE = re.compile(r"CANNOT_LOAD_STATE_STORE|CANNOT_READ_(?:DELTA|SNAPSHOT|STREAMING)"
@@ -74,13 +75,34 @@ def read_steps(store, checkpoint: str) -> Optional[Dict[str, Any]]:
 def check_logs(store, checkpoint: str, steps: Sequence[str] = ()) -> None:
     """A ``CheckpointError`` naming the first damaged log file a restart
     reads: the newest two files of ``offsets/``, the newest of ``commits/``,
-    and ``metadata``."""
+    and ``metadata``; then what in the two offsets files parses but cannot
+    be run from (``sparkwax.offsets_check``)."""
+    newest_offsets = []
     for log, newest in (("offsets", 2), ("commits", 1)):
         entries = sorted((e for e in store.list(join_path(checkpoint, log)) if e.name.isdigit()),
                          key=lambda e: -int(e.name))[:newest]
         for entry in entries:
             _check_one(store, checkpoint, entry.path, log_problem, steps)
+        if log == "offsets":
+            newest_offsets = entries
     _check_one(store, checkpoint, join_path(checkpoint, "metadata"), metadata_problem, steps)
+    _check_offsets(store, checkpoint, newest_offsets, steps)
+
+
+def _check_offsets(store, checkpoint: str, entries, steps: Sequence[str]) -> None:
+    """The newest offsets files (newest first), checked past their JSON."""
+    try:
+        saved = read_steps(store, checkpoint)
+    except SparkwaxError:
+        saved = None  # the restart refuses a damaged steps file by itself
+    confs = (saved or {}).get("confs")
+    found = offsets_problem(store, checkpoint, entries, operators(store, checkpoint),
+                            confs if isinstance(confs, dict) else None)
+    if found is not None:
+        path, problem = found
+        raise CheckpointError(log_message(checkpoint, path, problem, steps),
+                              checkpoint=checkpoint, path=path,
+                              step_id=steps[0] if len(steps) == 1 else None)
 
 
 def _check_one(store, checkpoint, path, judge: Callable[[Optional[bytes]], Optional[str]],

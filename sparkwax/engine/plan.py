@@ -335,7 +335,8 @@ def _project(df, keys, value_names, order, fields, time):
     if event:
         if time.column not in wanted:
             columns.append(F.col(f"`{time.column}`"))
-        columns.append(F.unix_micros(F.col(f"`{time.column}`")).alias(_EVENT_US))
+        columns.append(F.coalesce(F.unix_micros(F.col(f"`{time.column}`")),
+                                  F.lit(NULL_MICROS)).alias(_EVENT_US))
     return df.select(*columns)
 
 

@@ -212,6 +212,51 @@ def test_a_damaged_checkpoint_is_named_by_the_restart_and_state_show(
         read_entries(spark, str(checkpoint))
 
 
+def _later_log_offset(text: str) -> str:
+    lines = text.split("\n")
+    offset = json.loads(lines[2])["logOffset"]
+    return "\n".join(lines[:2] + [json.dumps({"logOffset": offset + 5})] + lines[3:])
+
+
+STRING_DAMAGE = {  # issue 32: one character changed inside a JSON string of offsets/N
+    "state_format": lambda text: text.replace(
+        '"spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion":"2"',
+        '"spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion":"1"'),
+    "codec": lambda text: text.replace('"lz4"', '"lz5"'),
+    "provider": lambda text: text.replace('StateStoreProvider"', 'StateStoreProvidex"'),
+    "watermark_policy": lambda text: text.replace('"min"', '"mix"'),
+    "source_offset": _later_log_offset,
+}
+
+
+@pytest.mark.parametrize("how", sorted(STRING_DAMAGE))
+def test_an_offsets_file_damaged_inside_a_json_string_is_named(spark, written, tmp_path, capsys,
+                                                               how):
+    # still valid JSON: Spark failed later with STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE,
+    # a bare class name or "batches (...) don't exist", and `state show` exited 0
+    source, pristine = written("hdfs")
+    checkpoint = tmp_path / "ck"
+    shutil.copytree(pristine, checkpoint)
+    target = newest_log(checkpoint / "offsets")
+    text = target.read_text()
+    damaged = STRING_DAMAGE[how](text)
+    assert damaged != text and json.loads(damaged.split("\n")[1])
+    target.write_text(damaged)
+    (target.parent / f".{target.name}.crc").unlink(missing_ok=True)
+    named = f"offsets/{target.name}"
+    with confs(spark, HDFS):
+        with pytest.raises(sw.CheckpointError) as restart:
+            start(spark, source, checkpoint, trigger={"availableNow": True})
+    message = str(restart.value)
+    for expected in ("step 'counts'", f"offset log file {named}", "restore the folder",
+                     f"sparkwax state clear {checkpoint}"):
+        assert expected in message, f"{expected!r} missing from:\n{message}"
+    assert restart.value.path.endswith(named) and not spark.streams.active
+    assert state_cli(["show", str(checkpoint)]) == 2
+    shown = capsys.readouterr().err
+    assert named in shown and "state clear" in shown
+
+
 def newest_log(folder: Path) -> Path:
     return max((p for p in folder.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
 
