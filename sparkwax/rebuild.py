@@ -15,8 +15,8 @@ queries and sparkwax's own actions do it already.
 ...         "sparkwax.errors.SchemaError: step 'counts', key ('u', 7), output field 'n': "
 ...         "does not fit bigint (got 'x')\\n SQLSTATE: 38000")
 >>> error = rebuild(RuntimeError(text))
->>> type(error).__name__, error.step_id, error.key, error.callback, error.value
-('SchemaError', 'counts', ('u', 7), "output field 'n'", 'x')
+>>> type(error).__name__, error.step_id, error.key, error.callback, error.value, error.field
+('SchemaError', 'counts', ('u', 7), "output field 'n'", 'x', 'n')
 >>> error.reason
 'does not fit bigint'
 """
@@ -30,7 +30,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Tuple, Type
 
-from .errors import NO_VALUE, CheckpointError, LogicError, SparkwaxError, _rebuild
+from .errors import NO_VALUE, CheckpointError, LogicError, SchemaError, SparkwaxError, _rebuild
 
 _RAISED = re.compile(r"(?m)^(sparkwax(?:\.\w+)*)\.(\w+): ")
 _ENDS = ("\n SQLSTATE: ", "\nSQLSTATE: ", "\n=== Streaming Query ===", "\n\tat ",
@@ -55,6 +55,8 @@ def rebuild(error: BaseException) -> Optional[SparkwaxError]:
     if issubclass(cls, LogicError):
         fields = _logic_fields(message)
         if fields is not None:
+            if issubclass(cls, SchemaError):
+                fields["field"] = _schema_field(fields["callback"])
             return _rebuild(cls, fields, message)
     rebuilt = cls.__new__(cls)
     if issubclass(cls, CheckpointError):
@@ -62,6 +64,8 @@ def rebuild(error: BaseException) -> Optional[SparkwaxError]:
     if issubclass(cls, LogicError):  # a message this parser does not know
         rebuilt.__dict__.update(step_id=None, key=None, callback=None, value=None,
                                 reason=message)
+        if issubclass(cls, SchemaError):
+            rebuilt.__dict__.update(field=None)
     Exception.__init__(rebuilt, message)
     return rebuilt
 
@@ -106,6 +110,17 @@ def _class(module: str, name: str) -> Optional[Type[SparkwaxError]]:
         return None
     cls = getattr(owner, name, None)
     return cls if isinstance(cls, type) and issubclass(cls, SparkwaxError) else None
+
+
+def _schema_field(callback: str) -> Optional[str]:
+    """A ``SchemaError``'s field path from its callback (``output field 'items[1].price'``;
+    ``output``: the whole emit, None)."""
+    quoted = callback[len("output field "):] if callback.startswith("output field ") else ""
+    try:
+        field = ast.literal_eval(quoted) if quoted else None
+    except (ValueError, SyntaxError):
+        return None
+    return field if isinstance(field, str) else None
 
 
 def _logic_fields(message: str) -> Optional[dict]:

@@ -134,6 +134,10 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
     grouped_on = [F.col(f"`{k}`") for k in keys]
     single = len(keys) == 1
+    if not df.isStreaming and isinstance(time, EventTime) and time.column not in keys:
+        # the host reads the µs copy; as a timestamp, pyspark would convert it
+        # through pandas' nanoseconds, which end in 2262
+        projected = projected.drop(time.column)
     if df.isStreaming and isinstance(time, EventTime) and step.sides is None:
         # (a connected step put one on each input already)
         projected = projected.withWatermark(time.column, time.spark_delay)

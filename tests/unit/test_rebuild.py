@@ -51,6 +51,16 @@ def test_a_schema_error_with_a_tuple_key_and_a_field(shape):
     assert type(error) is sw.SchemaError
     assert (error.step_id, error.key, error.callback, error.value) == (
         "ids", ("u1", 7), "output field 'n'", {"n": 1099511627776})
+    assert error.field == "n"
+
+
+@pytest.mark.parametrize("callback, field", [("output field \"tags['\\\\ud800']\"", "tags['\\ud800']"),
+                                             ("output field 'items[1].price'", "items[1].price"),
+                                             ("output", None)])
+def test_a_schema_error_keeps_its_field_path(callback, field):
+    raised = f"sparkwax.errors.SchemaError: step 's', key 'k', {callback}: does not fit (got 1)"
+    error = rebuild(_spark_error(raised))
+    assert (type(error), error.callback, error.field) == (sw.SchemaError, callback, field)
 
 
 def test_a_value_that_is_no_literal_comes_back_as_its_text():
