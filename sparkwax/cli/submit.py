@@ -106,6 +106,10 @@ def _own_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true", default=None,
                         help="on failure, print the full Python and Spark trace before "
                              "sparkwax's short block (also SPARKWAX_VERBOSE=1)")
+    parser.add_argument("--once", action="store_true", default=None,
+                        help="run every query the app starts with sw.start as availableNow: "
+                             "the input present at its start, the timers it made due, then "
+                             "stop (spark.sparkwax.once=true)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command and exit without running it")
 
@@ -265,6 +269,10 @@ def run(args: argparse.Namespace) -> int:
         if found.files:
             app_zip = build_app_zip(found)
             print(found.summary(), file=sys.stderr, flush=True)
+    if pick("once"):
+        from ..engine.catch_up import ONCE_CONF
+
+        spark_args = ["--conf", f"{ONCE_CONF}=true", *spark_args]
     try:
         command, env = build_command(
             args.app, master=pick("master"), checkpoint=pick("checkpoint"),
