@@ -34,7 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from ..errors import SparkwaxError
 from ..failure import FILE_ENV, VERBOSE_ENV
 
-USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] "
+USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [--once] [APP ARGS...] "
          "[-- SPARK-SUBMIT ARGS...]")
 
 EPILOG = """\
@@ -45,6 +45,8 @@ examples:
       --input /data/in --output /data/out --checkpoint /data/ck \\
       -- --conf spark.sql.shuffle.partitions=4 --executor-memory 1g
       runs on a standalone cluster; the sparkwax zip goes to --py-files
+  sparkwax submit app.py --once --checkpoint ck/
+      runs the app's queries as availableNow: the input present, then stop
   sparkwax submit app.py --dry-run -- --py-files mylogic.py
       prints the command without running it
 
