@@ -12,8 +12,9 @@ from Spark's own progress reports:
   nothing more to read (every source's start, end and latest offsets equal):
   that batch ran with the last watermark and at its own processing time, so
   it fired every timer and deadline the input made due;
-- ``availableNow`` and ``once`` stop the query once it is caught up (the
-  rest of the timers stay in state for the next run);
+- ``availableNow`` stops the query once it is caught up (the rest of the
+  timers stay in state for the next run); ``once`` is Spark's, one
+  micro-batch then stop;
 - ``processAllAvailable()`` returns once a micro-batch that started after
   the call is caught up (the query goes on).
 
@@ -40,7 +41,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 POLL_SECONDS = 0.05
 ONCE_CONF = "spark.sparkwax.once"  # `sparkwax submit --once`: sw.start's queries as availableNow
-BOUNDED_TRIGGERS = ("availableNow", "once")
+BOUNDED_TRIGGERS = ("availableNow",)  # "once" ends by itself: one micro-batch
 
 
 def asks_every_batch(steps: Iterable[Mapping[str, Any]]) -> bool:
@@ -107,7 +108,7 @@ def wait_caught_up(query: Any, *, after: int = -1, poll: float = POLL_SECONDS,
 def stop_when_caught_up(query: Any, stop: Optional[Callable[[], None]] = None,
                         poll: float = POLL_SECONDS) -> threading.Thread:
     """A daemon thread that stops ``query`` (with ``stop``, default its own)
-    once it is caught up: the ``availableNow``/``once`` of a step that asks
+    once it is caught up: the ``availableNow`` of a step that asks
     for a micro-batch at every trigger."""
     def run() -> None:
         if wait_caught_up(query, poll=poll):

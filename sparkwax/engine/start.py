@@ -151,8 +151,8 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     is set (Spark's default trigger would run no-data batches back to back).
     ``trigger`` takes ``DataStreamWriter.trigger``'s keywords, e.g.
     ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``.
-    ``availableNow`` and ``once`` end a query of a step with processing-time
-    timers or deadlines too: once a micro-batch read nothing and found
+    ``availableNow`` ends a query of a step with processing-time timers or
+    deadlines too: once a micro-batch read nothing and found
     nothing more (it fired what the input made due), sparkwax stops the
     query (``sparkwax.engine.catch_up``); under ``sparkwax submit --once``
     every query runs as ``availableNow``.

@@ -48,7 +48,7 @@ def test_asks_every_batch(steps, expected):
 
 
 def test_bounded_triggers():
-    assert bounded({"availableNow": True}) and bounded({"once": True})
+    assert bounded({"availableNow": True}) and not bounded({"once": True})  # Spark ends once
     assert not bounded({"availableNow": False}) and not bounded({"processingTime": "1 s"})
     assert not bounded(None) and not bounded({})
 
