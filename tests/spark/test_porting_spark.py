@@ -167,6 +167,16 @@ def test_sessions_equal_per_key_when_spark_fires_timeouts_between_batches(spark,
         assert by_port == by_spark, host
 
 
+def test_spark_fires_a_timeout_once_the_watermark_is_past_it(spark, tmp_path):
+    tie = batches_of(DOC["tie"])          # the watermark lands on a's timeout (10 s)
+    by_spark = play(spark, original, tie, str(tmp_path / "original"), "continuous")
+    assert by_spark["a"] == [session(2, 0, 11)]
+    by_port = play(spark, ported(DOC["ExactSession"], "per_key"), tie,
+                   str(tmp_path / "port"), "continuous")
+    assert by_port["a"] == [session(2, 0, 11)]
+    assert offline(DOC["SparkStyleSession"], tie)["a"] == [session(1, 0, 0), session(1, 11, 11)]
+
+
 # -- where they differ: rows arrive when a's timeout passed but has not fired -------------
 # batches: a at 0 s; b at 20 s (the watermark becomes 15 s, past a's timeout at
 # 10 s); a at 16 s; then the two batches far ahead
