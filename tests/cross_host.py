@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Optional
 
 import sparkwax as sw
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0
+
 INPUT = "key string, ts timestamp, seq long, tag string"
 
 
@@ -125,7 +126,6 @@ class TimerOutsideSnapshot(sw.StatefulLogic):
 
     def snapshot(self):
         return self.count
-
 
 
 # --- output schemas (issue 21): the one checker on every host ---

@@ -17,7 +17,8 @@ from sparkwax import cli
 from sparkwax.cli import submit
 from sparkwax.engine import logs, shipping
 
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
+
 CLUSTER_APP = REPO / "examples" / "cluster_app.py"
 SPARK_SUBMIT = os.path.join(submit.spark_home(), "bin", "spark-submit")
 

@@ -18,6 +18,8 @@ from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded
 from sparkwax.testing.reference import Counter, IdleAlarm
 from sparkwax.testing.replay import replay
 
+from kit import REPO
+
 T0 = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
 MIN = timedelta(minutes=1)
 HOUR_MS = 3_600_000
@@ -179,9 +181,8 @@ def test_one_kind_steps_keep_their_plan(spark, tmp_path):
 
 def test_the_fraud_example_on_spark(spark):
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "fraud_alarm.py"
+    path = REPO / "examples" / "fraud_alarm.py"
     spec = importlib.util.spec_from_file_location("fraud_alarm_spark", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
