@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -18,10 +18,8 @@ from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded
 from sparkwax.testing.reference import Counter, IdleAlarm
 from sparkwax.testing.replay import replay
 
-from kit import REPO
+from kit import MIN, NOON as T0, REPO
 
-T0 = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
-MIN = timedelta(minutes=1)
 HOUR_MS = 3_600_000
 SCHEMA = "key string, ts timestamp, idle_ms long, alarm_discard boolean"
 OUTPUT = "kind string, n long"
