@@ -1,5 +1,5 @@
 """Bytewax 0.21.1's operator family on a bounded Spark run: the same cases as
-tests/unit/test_bytewax_family.py (see tests/bytewax_family.py), each through
+tests/unit/operators/test_bytewax_family.py (see tests/bytewax_family.py), each through
 ``sw.stateful`` / ``sw.connect`` on DataFrames (arrival order replayed with
 ``order_by="seq"``), compared per key with Bytewax's own ``run_main``."""
 

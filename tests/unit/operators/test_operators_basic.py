@@ -109,7 +109,7 @@ def test_fold_final_keeps_a_none_accumulator():
     assert result.by_key == {"a": [None]}
 
 
-# Snapshots: the accumulator itself (Bytewax's shape; tests/unit/test_bytewax_family.py
+# Snapshots: the accumulator itself (Bytewax's shape; tests/unit/operators/test_bytewax_family.py
 # compares them with Bytewax's recovery store), except None and 1-tuples, which
 # are stored as (acc,), the form every accumulator had before.
 
