@@ -31,11 +31,11 @@ from sparkwax.engine.state.rescale import (FOLDER, KILL_AT_ENV,
                                            finish_interrupted, rescale)
 from sparkwax.testing import Batch, run
 
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
+
 APP = REPO / "examples" / "growing_app.py"
 DOC = REPO / "docs" / "deploy.md"
 sys.path.insert(0, str(APP.parent))
-sys.path.insert(0, str(REPO / "tests"))
 import growing_app  # noqa: E402  (examples/ is not a package)
 from spark_confs import confs  # noqa: E402
 from pyspark import cloudpickle  # noqa: E402

@@ -1,10 +1,6 @@
 """The offline examples of the docs run (and their asserts hold)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from docs_blocks import run_blocks  # noqa: E402
+from docs_blocks import run_blocks
 
 
 def test_guide_offline_blocks():
