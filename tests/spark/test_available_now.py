@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -18,7 +18,7 @@ import sparkwax as sw
 from sparkwax.testing import Batch, Tick, run
 from sparkwax.testing.reference import IdleAlarm
 
-T0 = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
+from kit import NOON as T0, each_spark_host
 HOUR_MS = 3_600_000
 LIMIT = 180.0  # seconds: only ends a hung test (never a speed assertion)
 
@@ -93,7 +93,7 @@ def _by_key(spark, path):
     return found
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 @pytest.mark.parametrize("kind", ["processing", "two_clocks"])
 def test_available_now_stops_with_the_due_timers_fired(spark, tmp_path, kind, host):
     expected = _offline(kind)
@@ -123,7 +123,7 @@ def test_available_now_stops_with_the_due_timers_fired(spark, tmp_path, kind, ho
     assert (state[pending]["timer"] or state[pending]["deadline"]) is not None
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_process_all_available_returns_and_the_query_goes_on(spark, tmp_path, host):
     source, out = tmp_path / "in", tmp_path / "out"
     _write(source, "one.json", TWO_CLOCKS)
@@ -164,8 +164,9 @@ def test_submit_once_ends_an_app_with_processing_timers(spark, tmp_path):
     _write(tmp_path / "in", "one.json", REMINDERS)
     app = tmp_path / "app.py"
     app.write_text(APP)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(  # this module and the kit it imports
+        [here, os.path.dirname(here), os.environ.get("PYTHONPATH", "")])}
     sparkwax_cli = os.path.join(os.path.dirname(sys.executable), "sparkwax")
     done = subprocess.run(
         [sparkwax_cli, "submit", str(app), "--once", str(tmp_path / "in"), str(tmp_path / "ck"),
