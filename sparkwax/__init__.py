@@ -37,7 +37,8 @@ from typing import List as _List, NoReturn as _NoReturn
 if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time,
     # __getattr__ below imports them (and pyspark) on first use.
     from .engine import (finish as finish, follow as follow, local_session as local_session,
-                         read_state as read_state, rescale as rescale, start as start, stateful as stateful, stateful_batch as stateful_batch)
+                         read_state as read_state, rescale as rescale, start as start,
+                         stateful as stateful, stateful_batch as stateful_batch)
     from .frames import (connect as connect, join as join, split_late as split_late,
                          value_fields as value_fields, value_struct as value_struct)
 

@@ -337,7 +337,7 @@ def ship_app_file(spark: Any, location: str, module: Any = None) -> Optional[str
 
     if module is not None:
         # pyspark's bundled cloudpickle has no annotations
-        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
+        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call, unused-ignore]
     found = find_app_modules(location)
     for problem in found.unresolved:
         log.warning("sparkwax: %s", problem.describe())

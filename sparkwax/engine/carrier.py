@@ -33,7 +33,7 @@ def carry(function: Callable[..., Any], *, zip_bytes: bytes, zip_name: str
     from pyspark import cloudpickle
 
     # pyspark's bundled cloudpickle has no annotations
-    blob: bytes = cloudpickle.dumps(function)  # type: ignore[no-untyped-call]
+    blob: bytes = cloudpickle.dumps(function)  # type: ignore[no-untyped-call, unused-ignore]
     loaded: List[Callable[..., Any]] = []
 
     def load() -> Callable[..., Any]:

@@ -189,7 +189,8 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
                                f"per_key/1{state_format}"))
 
 
-def _streaming_step(grouped: Any, function: Any, out_schema: T.StructType, state_schema: Any, timeout: str,
+def _streaming_step(grouped: Any, function: Any, out_schema: T.StructType, state_schema: Any,
+                    timeout: str,
                     step_id: str, description: Dict[str, Any]) -> DataFrame:
     """``applyInPandasWithState`` of a host (per key or packed): its output
     carries the metrics column, which ``_observed`` turns into Spark's

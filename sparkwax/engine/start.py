@@ -48,7 +48,8 @@ def step_descriptions(frame: DataFrame) -> List[Dict[str, Any]]:
 
 
 def check_checkpoint(store: Any, checkpoint: str, steps: List[Dict[str, Any]],
-                     confs: Dict[str, Optional[str]], sink: Optional[Dict[str, str]] = None) -> None:
+                     confs: Dict[str, Optional[str]],
+                     sink: Optional[Dict[str, str]] = None) -> None:
     """Compare with what the checkpoint was started with; record it the first
     time. ``store`` is the session's storage (``storage_for(spark)``). A
     damaged steps file, offset or commit log is a ``CheckpointError`` naming
