@@ -82,8 +82,6 @@ def test_core_is_strict():
 # Whole packages (a new module is checked as it arrives), and the public
 # package itself (its lazy __getattr__, its literal __all__).
 STRICT_PACKAGES = ["sparkwax.operators", "sparkwax.engine", "sparkwax.testing"]
-# Not yet strict: the reference logics used by the tests and the Spark harness.
-NOT_YET_STRICT = ["sparkwax.testing.reference", "sparkwax.testing.spark"]
 
 
 def strict_package_modules() -> list:
@@ -93,15 +91,14 @@ def strict_package_modules() -> list:
         for path in sorted(folder.rglob("*.py")):
             parts = path.relative_to(REPO).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            if name not in NOT_YET_STRICT:
-                modules.append(name)
+            modules.append(name)
     return modules
 
 
 def test_packages_are_strict():
     modules = ["sparkwax", *strict_package_modules()]
     assert {"sparkwax.engine.plan", "sparkwax.engine.state.frame", "sparkwax.operators.final",
-            "sparkwax.operators.windows.core", "sparkwax.testing.runner"} <= set(modules)
+            "sparkwax.operators.windows.core", "sparkwax.testing.reference"} <= set(modules)
     done = mypy(*STRICT, *(arg for name in modules for arg in ("-m", name)))
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "Success: no issues found" in done.stdout, output
