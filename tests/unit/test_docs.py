@@ -17,3 +17,7 @@ def test_operators_offline_blocks():
 
 def test_semantics_offline_blocks():
     assert run_blocks("semantics.md", spark=False) >= 6
+
+
+def test_porting_blocks():
+    assert run_blocks("porting.md", spark=False) >= 7
