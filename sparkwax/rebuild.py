@@ -28,7 +28,7 @@ import importlib
 import re
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Tuple, Type
+from typing import Any, Dict, Iterator, Optional, Tuple, Type
 
 from .errors import NO_VALUE, CheckpointError, LogicError, SchemaError, SparkwaxError, _rebuild
 
@@ -123,7 +123,7 @@ def _schema_field(callback: str) -> Optional[str]:
     return field if isinstance(field, str) else None
 
 
-def _logic_fields(message: str) -> Optional[dict]:
+def _logic_fields(message: str) -> Optional[Dict[str, Any]]:
     """``LogicError``'s fields from its message: ``step 'id', key <repr>,
     <callback>: <reason>[ (got <repr>)]``."""
     step = _STEP.match(message)

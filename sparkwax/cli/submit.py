@@ -29,12 +29,15 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import SparkwaxError
 from ..failure import FILE_ENV, VERBOSE_ENV
 
-USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] "
+if TYPE_CHECKING:
+    from . import Handler
+
+USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [--once] [APP ARGS...] "
          "[-- SPARK-SUBMIT ARGS...]")
 
 EPILOG = """\
@@ -45,6 +48,8 @@ examples:
       --input /data/in --output /data/out --checkpoint /data/ck \\
       -- --conf spark.sql.shuffle.partitions=4 --executor-memory 1g
       runs on a standalone cluster; the sparkwax zip goes to --py-files
+  sparkwax submit app.py --once --checkpoint ck/
+      runs the app's queries as availableNow: the input present, then stop
   sparkwax submit app.py --dry-run -- --py-files mylogic.py
       prints the command without running it
 
@@ -54,7 +59,7 @@ what sparkwax submit sets through the environment. See docs/deploy.md.
 """
 
 
-def submit_command(parser: argparse.ArgumentParser):
+def submit_command(parser: argparse.ArgumentParser) -> Handler:
     """Run a sparkwax app with the pip package's spark-submit.
 
     Sets SPARK_HOME to the pyspark package, PYSPARK_DRIVER_PYTHON and
@@ -106,6 +111,10 @@ def _own_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true", default=None,
                         help="on failure, print the full Python and Spark trace before "
                              "sparkwax's short block (also SPARKWAX_VERBOSE=1)")
+    parser.add_argument("--once", action="store_true", default=None,
+                        help="run every query the app starts with sw.start as availableNow: "
+                             "the input present at its start, the timers it made due, then "
+                             "stop (spark.sparkwax.once=true)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command and exit without running it")
 
@@ -246,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``sparkwax submit``; returns spark-submit's exit code."""
     own, app_args, spark_args = split_rest(getattr(args, "rest", []) or [])
 
-    def pick(name):  # an option given after APP.py wins over one given before it
+    def pick(name: str) -> Any:  # an option given after APP.py wins over one given before it
         value = getattr(own, name)
         return value if value is not None else getattr(args, name, None)
 
@@ -265,6 +274,10 @@ def run(args: argparse.Namespace) -> int:
         if found.files:
             app_zip = build_app_zip(found)
             print(found.summary(), file=sys.stderr, flush=True)
+    if pick("once"):
+        from ..engine.catch_up import ONCE_CONF
+
+        spark_args = ["--conf", f"{ONCE_CONF}=true", *spark_args]
     try:
         command, env = build_command(
             args.app, master=pick("master"), checkpoint=pick("checkpoint"),
@@ -328,7 +341,7 @@ def run_stoppable(command: Sequence[str], env: Dict[str, str], *,
         _restore(previous)
         raise
 
-    def forward(number, frame):
+    def forward(number: int, frame: Any) -> None:
         received.append(number)
         name = signal.Signals(number).name
         if process.poll() is not None:
@@ -359,7 +372,7 @@ def _signal_group(group: int, number: int) -> None:
         pass
 
 
-def _restore(handlers) -> None:
+def _restore(handlers: Dict[signal.Signals, Any]) -> None:
     for number, handler in handlers.items():
         if handler is not None:  # None: a handler set outside Python, left as it is
             signal.signal(number, handler)

@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, TextIO
+from typing import Any, Callable, Dict, Mapping, Optional, TextIO, Tuple
 
 from ..metrics import steps_in
 
@@ -71,7 +71,7 @@ def printer(out: Optional[TextIO] = None) -> Say:
     return say
 
 
-def query_name(query) -> str:
+def query_name(query: Any) -> str:
     """A query's name; else, for a query ``sw.start`` returned, its steps'
     ids; else its id's first 8 characters.
 
@@ -132,7 +132,7 @@ class Following(threading.Thread):
             self.join(timeout)
 
 
-def follow(queries, *, say: Optional[Say] = None, interval: float = 0.2) -> Following:
+def follow(queries: Any, *, say: Optional[Say] = None, interval: float = 0.2) -> Following:
     """Print progress lines in a daemon thread until every query has stopped.
 
     ``queries``: one query, a list, or a ``{name: query}`` dict. A daemon
@@ -144,8 +144,8 @@ def follow(queries, *, say: Optional[Say] = None, interval: float = 0.2) -> Foll
     return thread
 
 
-def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float = 60.0,
-                    signals=(signal.SIGINT, signal.SIGTERM),
+def stop_on_signals(queries: Any, *, say: Optional[Say] = None, wait_seconds: float = 60.0,
+                    signals: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
                     follower: Optional[Follower] = None) -> bool:
     """Stop ``queries`` between micro-batches on SIGINT/SIGTERM (main thread
     only; returns False elsewhere). The previous handlers come back once the
@@ -159,7 +159,7 @@ def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float =
     previous = {number: signal.getsignal(number) for number in signals}
     stopping, done = threading.Event(), threading.Event()
 
-    def stop_between_batches(reason: str):
+    def stop_between_batches(reason: str) -> None:
         deadline = time.monotonic() + wait_seconds
         for name, query in named.items():
             running = _last_batch(query)  # wait for the batch in flight to finish
@@ -177,12 +177,12 @@ def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float =
                     f"again with the same checkpoint to resume")
                 query.stop()
 
-    def stop_now():
+    def stop_now() -> None:
         for query in named.values():
             if query.isActive:
                 query.stop()
 
-    def handler(number, frame):
+    def handler(number: int, frame: Any) -> None:
         # Runs in the main thread, maybe inside a py4j call (awaitTermination):
         # no Spark call here, only threads (each has its own py4j connection).
         if done.is_set():  # ours no more: what the old handler does
@@ -200,7 +200,7 @@ def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float =
         threading.Thread(target=stop_between_batches, args=(reason,), daemon=True,
                          name="sparkwax-stop").start()
 
-    def watch():
+    def watch() -> None:
         while any(q.isActive for q in named.values()):
             time.sleep(0.2)
         done.set()
@@ -211,7 +211,7 @@ def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float =
     return True
 
 
-def _delegate(handler, number, frame) -> None:
+def _delegate(handler: Any, number: int, frame: Any) -> None:
     """Do what the handler before ours would have done."""
     if callable(handler):
         handler(number, frame)
@@ -222,19 +222,19 @@ def _delegate(handler, number, frame) -> None:
         os.kill(os.getpid(), number)
 
 
-def _last_batch(query) -> int:
+def _last_batch(query: Any) -> int:
     progress = query.lastProgress
     return int(progress["batchId"]) if progress else -1
 
 
-def _busy(query) -> bool:
+def _busy(query: Any) -> bool:
     try:
         return bool(query.status.get("isTriggerActive"))
     except Exception:  # a query that just stopped
         return False
 
 
-def _named(queries) -> Dict[str, Any]:
+def _named(queries: Any) -> Dict[str, Any]:
     if isinstance(queries, dict):
         return dict(queries)
     if not isinstance(queries, (list, tuple)):

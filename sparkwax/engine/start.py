@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..checkpoint_files import STEPS_FILE
 from ..errors import ConfigError
+from .catch_up import ONCE_CONF, asks_every_batch, bounded, stop_when_caught_up
 from .diagnose import check_logs, read_steps
 from .progress import follow, stop_on_signals
 from .query import Query
@@ -27,6 +28,9 @@ from .session import STATE_STORES
 from .state.rescale import finish_interrupted
 from .storage import is_connect, join_path, storage_for
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 _LOG = logging.getLogger("sparkwax")
 
 STEP_METADATA = "sparkwax.step"
@@ -34,7 +38,7 @@ STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 _FROZEN_CONFS = ("spark.sql.shuffle.partitions", STORE_CONF)
 
 
-def step_descriptions(frame) -> List[Dict[str, Any]]:
+def step_descriptions(frame: DataFrame) -> List[Dict[str, Any]]:
     """The sparkwax step descriptions carried by ``frame``'s columns."""
     found: Dict[str, Dict[str, Any]] = {}
     for field in frame.schema.fields:
@@ -44,8 +48,9 @@ def step_descriptions(frame) -> List[Dict[str, Any]]:
     return [found[name] for name in sorted(found)]
 
 
-def check_checkpoint(store, checkpoint: str, steps: List[Dict[str, Any]],
-                     confs: Dict[str, str], sink: Optional[Dict[str, str]] = None) -> None:
+def check_checkpoint(store: Any, checkpoint: str, steps: List[Dict[str, Any]],
+                     confs: Dict[str, Optional[str]],
+                     sink: Optional[Dict[str, str]] = None) -> None:
     """Compare with what the checkpoint was started with; record it the first
     time. ``store`` is the session's storage (``storage_for(spark)``). A
     damaged steps file, offset or commit log is a ``CheckpointError`` naming
@@ -137,11 +142,12 @@ def _conf_value(name: str, confs: Dict[str, Any]) -> Any:
     return value
 
 
-def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
+def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
           trigger: Optional[Dict[str, Any]] = None, output_mode: str = "append",
-          foreach_batch: Optional[Callable] = None, query_name: Optional[str] = None,
+          foreach_batch: Optional[Callable[[DataFrame, int], Any]] = None,
+          query_name: Optional[str] = None,
           options: Optional[Dict[str, str]] = None, progress: bool = False,
-          stop_on_signal: bool = True):
+          stop_on_signal: bool = True) -> Query:
     """Start ``frame`` as a streaming query on ``checkpoint`` after checking it.
 
     Writes to ``path`` in ``format`` (default Parquet, Spark's exactly-once
@@ -150,6 +156,11 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     is set (Spark's default trigger would run no-data batches back to back).
     ``trigger`` takes ``DataStreamWriter.trigger``'s keywords, e.g.
     ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``.
+    ``availableNow`` ends a query of a step with processing-time timers or
+    deadlines too: once a micro-batch read nothing and found
+    nothing more (it fired what the input made due), sparkwax stops the
+    query (``sparkwax.engine.catch_up``); under ``sparkwax submit --once``
+    every query runs as ``availableNow``.
     ``progress=True`` prints a line per micro-batch to stderr
     (``sparkwax.engine.progress.follow``). With ``stop_on_signal`` (default), Ctrl-C
     or SIGTERM stops the query between micro-batches, with one line saying so
@@ -178,8 +189,10 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
         writer = writer.queryName(query_name)
     for name, value in (options or {}).items():
         writer = writer.option(name, value)
-    if trigger is None and any(s.get("time") == "processing" and s.get("timers")
-                               or s.get("deadlines") for s in steps):
+    if str(spark.conf.get(ONCE_CONF, "false")).lower() == "true":  # `sparkwax submit --once`
+        trigger = {"availableNow": True}
+    every_batch = asks_every_batch(steps)
+    if trigger is None and every_batch:
         trigger = {"processingTime": "1 second"}
     if trigger:
         writer = writer.trigger(**trigger)
@@ -191,6 +204,8 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
         writer = writer.format(format)
         query = writer.start(path) if path is not None else writer.start()
     started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
+    if every_batch and bounded(trigger):  # Spark would run no-data batches forever
+        started.stopper = stop_when_caught_up(query)
     following = follow(started) if progress else None
     started.following = following
     if stop_on_signal:
