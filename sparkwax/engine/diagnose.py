@@ -89,7 +89,8 @@ def check_logs(store: Any, checkpoint: str, steps: Sequence[str] = ()) -> None:
     _check_offsets(store, checkpoint, newest_offsets, steps)
 
 
-def _check_offsets(store, checkpoint: str, entries, steps: Sequence[str]) -> None:
+def _check_offsets(store: Any, checkpoint: str, entries: Sequence[Any],
+                   steps: Sequence[str]) -> None:
     """The newest offsets files (newest first), checked past their JSON."""
     try:
         saved = read_steps(store, checkpoint)

@@ -13,7 +13,7 @@ from ..offsets_check import (metadata_problem, pinned_conf_problem, source_probl
 from .storage import join_path
 
 
-def offsets_problem(store, checkpoint: str, entries: Sequence[Any], operators: Sequence[int],
+def offsets_problem(store: Any, checkpoint: str, entries: Sequence[Any], operators: Sequence[int],
                     recorded: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, str]]:
     """``(path, what is wrong)`` for the first of ``entries`` (the newest
     offsets files, newest first, each valid JSON) that Spark could not run
@@ -49,7 +49,7 @@ def offsets_problem(store, checkpoint: str, entries: Sequence[Any], operators: S
     return None
 
 
-def _group_state(store, checkpoint: str, operators: Sequence[int]) -> Optional[bool]:
+def _group_state(store: Any, checkpoint: str, operators: Sequence[int]) -> Optional[bool]:
     """Whether the first stateful operator's state values are a groupState
     struct (``stateFormatVersion`` 2), from its partition 0's schema file;
     None when unknown."""
@@ -75,7 +75,7 @@ def _groups_with_state(metadata: Optional[bytes]) -> bool:
         '"operatorName":"flatMapGroupsWithState"' in text
 
 
-def _source_logs(store, checkpoint: str, sources: int) -> Dict[int, Optional[int]]:
+def _source_logs(store: Any, checkpoint: str, sources: int) -> Dict[int, Optional[int]]:
     """Per file source index, the newest entry of its log (``sources/I``)."""
     found: Dict[int, Optional[int]] = {}
     for index in range(sources):
