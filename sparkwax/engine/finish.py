@@ -21,7 +21,7 @@ from .checkpoint import active_session, is_packed, last_watermark_ms, packed_blo
 from .diagnose import explained, read_steps
 from .columns import plain_key
 from .outputs import OutputBuilder
-from .plan import parse_ddl, parse_schema
+from .schemas import parse_ddl, parse_schema
 from .shipping import ship_function
 from .storage import storage_for
 

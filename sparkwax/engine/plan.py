@@ -1,9 +1,10 @@
 """``stateful(df, ...)``: attach a logic to a DataFrame.
 
 Streaming DataFrames run through ``groupBy(key).applyInPandasWithState``;
-bounded ones through ``groupBy(key).applyInPandas`` (DESIGN.md section 3,
-"Bounded"). Every timestamp value column travels as epoch microseconds so
-values reach the logic as aware UTC datetimes whatever the session time zone.
+bounded ones through ``groupBy(key).applyInPandas`` (docs/semantics.md,
+"Bounded (batch) input"; its "Architecture" places the engine). Every
+timestamp value column travels as epoch microseconds so values reach the
+logic as aware UTC datetimes whatever the session time zone.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from .host import NO_TIMEOUT, BoundedHost, StreamingHost
 from .outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from .prepack import PAYLOAD, pack_rows
+from .schemas import parse_schema
 from .session import max_snapshot_bytes, packed_unpacker
 from .shipping import ship_function
 from . import two_clocks as two_clock_hosts
 from .start import STEP_METADATA
-from .storage import is_connect
 
 STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
                              T.StructField("timer", T.LongType(), True)])
@@ -357,29 +358,6 @@ def _holds_array(data_type: T.DataType) -> bool:
     if isinstance(data_type, T.MapType):
         return _holds_array(data_type.keyType) or _holds_array(data_type.valueType)
     return False
-
-
-def parse_schema(df, schema, step_id: str) -> T.StructType:
-    if isinstance(schema, T.StructType):
-        return schema
-    if isinstance(schema, str):
-        try:
-            parsed = parse_ddl(df.sparkSession, schema)
-        except Exception as error:
-            raise ConfigError(f"step {step_id!r}: cannot parse output_schema {schema!r}: "
-                              f"{error}") from None
-        if isinstance(parsed, T.StructType):
-            return parsed
-    raise ConfigError(f"step {step_id!r}: output_schema must be a DDL string or a StructType, "
-                      f"got {schema!r}")
-
-
-def parse_ddl(spark, ddl: str) -> T.DataType:
-    """``"a long, b string"`` as a StructType, parsed by ``spark`` (a Spark
-    Connect client has no local parser: the server parses it)."""
-    if is_connect(spark):
-        return spark.createDataFrame([], ddl).schema
-    return T.StructType.fromDDL(ddl)
 
 
 def _require_columns(step_id: str, role: str, names, fields) -> None:

@@ -43,23 +43,20 @@ server's Python workers are not this interpreter, whatever its master. A zip alr
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 import os
 import sys
-import tempfile
-import zipfile
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ConfigError
+from .app_modules import ship_app_modules
+from .zips import cache_dir, zip_bytes
 
 CONF_KEY = "spark.sparkwax.ship"
 ENV_KEY = "SPARKWAX_SHIP"
-CACHE_ENV_KEY = "SPARKWAX_SHIP_DIR"
 _ALWAYS = {"true", "always", "force", "yes", "on", "1"}
 _NEVER = {"false", "never", "no", "off", "0"}
 _AUTO = {"auto", ""}
-_EPOCH = (1980, 1, 1, 0, 0, 0)  # zip timestamps: fixed, so equal sources give equal bytes
 _SKIPPED_DIRS = {"__pycache__"}
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 UNSHIPPED = ("cli", "testing")  # subpackages left out of the zip: executors need neither
@@ -95,27 +92,6 @@ def package_files(directory: str) -> List[Tuple[str, str]]:
             path = os.path.join(folder, name)
             found.append((path, os.path.relpath(path, root).replace(os.sep, "/")))
     return sorted(found, key=lambda item: item[1])
-
-
-def zip_bytes(files: Iterable[Tuple[str, str]]) -> bytes:
-    """A deterministic zip of ``files`` (same contents, same bytes)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path, name in files:
-            info = zipfile.ZipInfo(name, date_time=_EPOCH)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            with open(path, "rb") as handle:
-                archive.writestr(info, handle.read())
-    return buffer.getvalue()
-
-
-def cache_dir() -> str:
-    """Where zips are kept: ``$SPARKWAX_SHIP_DIR`` or a per-user temp folder."""
-    folder = os.environ.get(CACHE_ENV_KEY) or os.path.join(
-        tempfile.gettempdir(), f"sparkwax-ship-{_user()}")
-    os.makedirs(folder, exist_ok=True)
-    return folder
 
 
 def build_zip(directory: Optional[str] = None, *, target_dir: Optional[str] = None) -> str:
@@ -262,8 +238,6 @@ def ship_function(spark, function: Callable) -> Callable:
     session, also the main script's own modules (``app_modules``)."""
     path = ensure_shipped(spark)
     if getattr(spark, "_sc", None) is not None:
-        from .app_modules import ship_app_modules
-
         ship_app_modules(spark)  # the main script's own modules, for plain python/spark-submit
     if path is None or getattr(spark, "_sc", None) is not None:
         return function
@@ -323,13 +297,6 @@ def _version(directory: str) -> str:
     return "0"
 
 
-def _user() -> str:
-    try:
-        return str(os.getuid())
-    except AttributeError:  # Windows
-        return os.environ.get("USERNAME", "user")
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """``python -m sparkwax.engine.shipping [--dir DIR]``: build the zip, print its path."""
     import argparse
@@ -345,9 +312,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-__all__ = ["CONF_KEY", "ENV_KEY", "UNSHIPPED", "build_zip", "cache_dir", "ensure_shipped",
+__all__ = ["CONF_KEY", "ENV_KEY", "UNSHIPPED", "build_zip", "ensure_shipped",
            "is_local_master", "package_files", "parse_setting", "pickle_unshipped_by_value",
-           "ship_decision", "ship_function", "zip_bytes"]
+           "ship_decision", "ship_function"]
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwax.engine import shipping
+from sparkwax.engine import shipping, zips
 from sparkwax.errors import ConfigError
 
 PACKAGE = os.path.dirname(os.path.abspath(__import__("sparkwax").__file__))
@@ -24,7 +24,7 @@ PACKAGE = os.path.dirname(os.path.abspath(__import__("sparkwax").__file__))
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
-    monkeypatch.setenv(shipping.CACHE_ENV_KEY, str(folder))
+    monkeypatch.setenv(zips.CACHE_ENV_KEY, str(folder))
     shipping._built.clear()
     yield folder
     shipping._built.clear()
