@@ -19,7 +19,7 @@ from .._driver import Driver
 from ..errors import ConfigError
 from ..logic import Builder
 from ..metrics import FIELDS, INPUT_SUFFIX, PREFIX
-from ..step import Step
+from ..step import HOSTS, Host, SchemaSpec, Step, as_step
 from ..timers import EventTime, TimeMode
 from .columns import INTEGER, NESTED, OTHER, TIMESTAMP, InputLayout
 from .host import NO_TIMEOUT, BoundedHost, StreamingHost
@@ -41,19 +41,21 @@ _EVENT_US = "__sw_event_us"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
-HOSTS = ("per_key", "packed")
 PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False),
                                     T.StructField("buckets", T.LongType(), False)])
 
 
-def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Builder,
-             output_schema: Union[str, T.StructType], time: Optional[TimeMode] = None,
+def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Union[Builder, Step],
+             output_schema: Optional[SchemaSpec] = None, time: Optional[TimeMode] = None,
              order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
-             step_id: Optional[str] = None, host: str = "per_key",
+             step_id: Optional[str] = None, host: Host = "per_key",
              buckets: Optional[int] = None, ttl: Any = None,
              max_state_bytes: Optional[int] = None) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
+    ``builder`` may be a ``sparkwax.Step`` (the one a test ran offline with
+    ``run(step, ...)``): it carries the step options, so give only ``key``,
+    ``host`` and ``buckets``.
     Output rows are the key columns followed by ``output_schema``. See the
     user guide for time modes, ordering and schemas. ``host="packed"`` runs
     many keys per Spark group (``buckets`` of them, default 4 x shuffle
@@ -61,25 +63,27 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Builder,
     (a duration or ``sparkwax.operators.Ttl``) expires idle keys and
     ``max_state_bytes`` caps a key's stored state; see docs/operators.md.
     """
-    step = Step.of(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
                    ttl=ttl, max_state_bytes=max_state_bytes, output_schema=output_schema)
     return plan_step(df, step, key, host=host, buckets=buckets)
 
 
-def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Builder,
-                   output_schema: Union[str, T.StructType], time: Optional[TimeMode] = None,
+def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
+                   builder: Union[Builder, Step], output_schema: Optional[SchemaSpec] = None,
+                   time: Optional[TimeMode] = None,
                    order_by: Union[None, str, Sequence[str]] = None,
                    value: Optional[str] = None, step_id: Optional[str] = None,
-                   host: str = "per_key", buckets: Optional[int] = None,
+                   host: Host = "per_key", buckets: Optional[int] = None,
                    max_state_bytes: Optional[int] = None) -> DataFrame:
-    """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per activation)."""
-    step = Step.of(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+    """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per
+    activation); a Step given as ``builder`` must have ``batch=True``."""
+    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
                    batch=True, max_state_bytes=max_state_bytes, output_schema=output_schema)
     return plan_step(df, step, key, host=host, buckets=buckets)
 
 
 def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
-              host: str = "per_key", buckets: Optional[int] = None) -> DataFrame:
+              host: Host = "per_key", buckets: Optional[int] = None) -> DataFrame:
     """``step`` over ``df`` grouped by ``key``, on ``host`` (every Spark entry
     point ends here): the DataFrame checks, then the host's plan."""
     step_id, time, order_by, value = step.step_id, step.time, step.order_by, step.value

@@ -39,7 +39,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from .._driver import sorted_keys
 from ..batchlog import batch_label
 from ..errors import ConfigError, LogicError, short_repr
-from ..step import Step
+from ..step import Step, as_step
 from ..timers import EventTime, from_epoch_ms
 from .runner import RunResult, Runner
 
@@ -135,7 +135,7 @@ class ReplayResult:
         return self.report()
 
 
-def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
+def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any = None,
            source_format: str, source_schema: Any = None,
            source_options: Optional[Mapping[str, str]] = None, sink: Optional[str] = None,
            sink_format: str = "parquet", sink_options: Optional[Mapping[str, str]] = None,
@@ -149,7 +149,8 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
 
     ``builder`` and the step options (``key``, ``output_schema``, ``time``,
     ``order_by``, ``value``, ``step_id``, ``batch``, ``ttl``,
-    ``max_state_bytes``) are the ones the query's ``sw.stateful`` got.
+    ``max_state_bytes``) are the ones the query's ``sw.stateful`` got (or
+    ``builder`` is the query's ``sparkwax.Step``, and ``key`` the only one).
     ``source_format``/``source_schema``/``source_options``: how the query's
     ``readStream`` read its files (``transform``: a ``DataFrame -> DataFrame``
     function for what the query did between the source and the step).
@@ -167,13 +168,13 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
     from ..engine.replay import output_type, read_inputs, read_plan, read_sink
 
     spark = active_session(spark, "replay")
-    step = Step.of(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
                    batch=batch, ttl=ttl, max_state_bytes=max_state_bytes,
                    output_schema=output_schema)
     keys = [key] if isinstance(key, str) else list(key)
     if not keys:
         raise ConfigError("replay: key must name at least one column")
-    fields = [(f["name"], f["type"]) for f in output_type(spark, output_schema).jsonValue()[
+    fields = [(f["name"], f["type"]) for f in output_type(spark, step.output_schema).jsonValue()[
         "fields"]]
     plan = read_plan(spark, checkpoint)
     pending = [b.batch_id for b in plan.batches if not b.committed]
@@ -184,7 +185,7 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
     for planned in plan.batches:
         found = inputs.get(planned.batch_id)
         items = [] if found is None else \
-            items_of(found.columns, found.rows, keys, value, step.step_id)
+            items_of(found.columns, found.rows, keys, step.value, step.step_id)
         scripted.append((planned, items, len(planned.files)))
     units = None
     if sink is not None:
