@@ -20,6 +20,7 @@ from typing import List
 
 from ..errors import ConfigError, SparkwaxError, short_repr
 from ..snapshot_json import json_value
+from ..tables import format_table
 from .reader import reader_session, session_options
 from .rescale import add_rescale_parser, run_rescale
 from .state_check import add_check_parser, run_check
@@ -145,21 +146,6 @@ def _clear(args) -> int:
     return 0
 
 
-def format_table(header: List[str], rows: List[List[str]]) -> str:
-    """A plain text table.
-
-    >>> print(format_table(["key", "n"], [["a", "1"], ["bb", "22"]]))
-    key | n
-    ----+---
-    a   | 1
-    bb  | 22
-    """
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
-    line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-    rule = "-+-".join("-" * w for w in widths)
-    return "\n".join([line(header), rule] + [line(r) for r in rows])
-
-
 def _cut(text: str) -> str:
     return text if len(text) <= _SNAPSHOT_WIDTH else text[:_SNAPSHOT_WIDTH - 3] + "..."
 
@@ -169,18 +155,6 @@ def _iso(moment, missing="-"):
 
 
 def print_table(header: List[str], rows: List[List[str]]) -> None:
-    """rich's table on an interactive terminal, ``format_table``'s plain text
-    otherwise (stable for scripts and pipes)."""
-    if sys.stdout.isatty():
-        try:
-            from rich.console import Console
-            from rich.table import Table
-
-            table = Table(*header, box=None, header_style="bold")
-            for row in rows:
-                table.add_row(*row)
-            Console().print(table)
-            return
-        except ImportError:
-            pass
+    """The table as ``sparkwax.tables.format_table`` draws it (the same text
+    on a terminal and in a pipe, stable for scripts)."""
     print(format_table(header, rows))

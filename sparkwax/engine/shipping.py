@@ -35,6 +35,12 @@ or you pass the zip yourself). Over Spark Connect ``auto`` ships: the
 server's Python workers are not this interpreter, whatever its master. A zip already in ``--py-files`` (what
 ``sparkwax submit`` does) is not shipped twice.
 
+The zip's files come from one ``os.walk`` over the package folder
+(``package_files``): ``zipfile.PyZipFile.writepy`` would store bytecode
+(no sources in tracebacks, bytes that depend on the interpreter, no
+``py.typed``), and ``pkgutil``/``importlib.resources`` do not list a
+package's files with subpackages left out (docs/deploy.md).
+
 ``python -m sparkwax.engine.shipping`` prints the zip's path, for plain
 ``spark-submit --py-files``. This module imports pyspark only inside
 ``ensure_shipped`` and ``pickle_unshipped_by_value``.
@@ -42,6 +48,7 @@ server's Python workers are not this interpreter, whatever its master. A zip alr
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import logging
 import os
@@ -289,11 +296,15 @@ def _imported_from_zip() -> Optional[str]:
 
 
 def _version(directory: str) -> str:
-    """``__version__`` from the package's ``__init__.py`` without importing it."""
+    """The package's ``__version__`` (the one version source: setup.cfg reads
+    it too, ``version = attr: sparkwax.__version__``), read from its
+    ``__init__.py`` without importing it, as setuptools reads it."""
     with open(os.path.join(directory, "__init__.py"), encoding="utf-8") as handle:
-        for line in handle:
-            if line.startswith("__version__"):
-                return line.split("=", 1)[1].strip().strip("\"'")
+        tree = ast.parse(handle.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
+            return str(ast.literal_eval(node.value))
     return "0"
 
 

@@ -40,6 +40,7 @@ from .._driver import sorted_keys
 from ..batchlog import batch_label
 from ..errors import ConfigError, LogicError, short_repr
 from ..step import Step, as_step
+from ..tables import format_table
 from ..timers import EventTime, from_epoch_ms
 from .runner import RunResult, Runner
 
@@ -401,7 +402,7 @@ def format_report(result: ReplayResult, *, width: int = 100) -> str:
                            f"{len(comparison.differences)} key(s){together}")
         rows.append([str(b.batch_id), str(b.files), str(b.rows), str(b.keys), watermark,
                      outputs])
-    lines = [_table(header, rows)]
+    lines = [format_table(header, rows)]
     for batch_id in result.pending:
         lines.append(f"batch {batch_id}: planned but not committed (Spark runs it again "
                      "at the next start)")
@@ -448,13 +449,6 @@ def _rows(rows: List[Tuple[Any, ...]], width: int) -> str:
     text = ", ".join(short_repr(r) for r in rows[:5])
     more = f" ... ({len(rows)} rows)" if len(rows) > 5 else ""
     return (text[:width] + "..." if len(text) > width else text) + more
-
-
-def _table(header: List[str], rows: List[List[str]]) -> str:
-    widths = [max(len(c) for c in column) for column in zip(header, *rows)]
-    line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return "\n".join([line(header), "-+-".join("-" * w for w in widths)]
-                     + [line(r) for r in rows])
 
 
 __all__ = ["BatchReplay", "Comparison", "KeyDifference", "ReplayResult", "compare_unit",

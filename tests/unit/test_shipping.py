@@ -18,6 +18,8 @@ import pytest
 from sparkwax.engine import shipping, zips
 from sparkwax.errors import ConfigError
 
+REPO = Path(__file__).resolve().parents[2]
+
 PACKAGE = os.path.dirname(os.path.abspath(__import__("sparkwax").__file__))
 
 
@@ -258,3 +260,16 @@ def test_spark_connect_ships_by_default_whatever_the_master():
     assert ship_decision("local[2]", None, None)[0] is False
     assert ship_decision(None, "false", None, connect=True) == (False, "spark.sparkwax.ship=false")
     assert ship_decision(None, None, "never", connect=True)[0] is False
+
+
+def test_the_version_has_one_source():
+    """``sparkwax.__version__``: setup.cfg reads it (``attr:``), the zip's name too."""
+    import configparser
+
+    import sparkwax
+
+    setup = configparser.ConfigParser()
+    setup.read(REPO / "setup.cfg")
+    assert setup["metadata"]["version"] == "attr: sparkwax.__version__"
+    assert "version" not in (REPO / "pyproject.toml").read_text()
+    assert shipping._version(shipping.package_dir()) == sparkwax.__version__

@@ -60,6 +60,7 @@ STRICT_CORE = [
     "sparkwax.schema.sql_types",
     "sparkwax.sides",
     "sparkwax.step",
+    "sparkwax.tables",
     "sparkwax.timers",
 ]
 
