@@ -349,7 +349,7 @@ class Driver:
         to order, not EOF): the same steps, checks, errors and result
         (``_plain_key``) without the general path's chain of small calls
         (about half of a small activation); the Activation's fields as a
-        plain tuple, which ``activate`` wraps. ``tests/unit/test_fast_path.py``
+        plain tuple, which ``activate`` wraps. ``tests/unit/core/test_fast_path.py``
         compares both."""
         started = perf_counter_ns()
         token = set_clock(self._plain_clock(now_ms))

@@ -2,7 +2,7 @@
 
 Each case runs one Bytewax operator through Bytewax's own ``run_main`` and
 gives the sparkwax builder (plus what a bounded Spark run needs), so
-tests/unit/test_bytewax_family.py (offline runner) and
+tests/unit/operators/test_bytewax_family.py (offline runner) and
 tests/spark/test_bytewax_family_spark.py (bounded Spark) compare per key.
 ``bytewax_snapshots`` reads what Bytewax's recovery store holds per key before
 EOF, for the cases whose snapshots are compared (``Case.snapshots``).
@@ -16,13 +16,15 @@ compared here (lateness has its own tests).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import sparkwax.operators as ops
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0
+
 WAIT = timedelta(hours=1)
 # (key, minute, x) in arrival order: out of order within windows and sessions
 ROWS = [("a", 3, 1), ("b", 1, 10), ("a", 1, 2), ("a", 2, 3), ("b", 12, 11), ("a", 14, 4),
@@ -210,6 +212,12 @@ def _bytewax_join_window(clock, windower, insert_mode, emit_mode):
 
 
 # -- running Bytewax ------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def bytewax_result(name: str) -> Dict[Any, list]:
+    """``run_bytewax`` of the case called ``name``, run once a process."""
+    return run_bytewax(next(case for case in family_cases() if case.name == name))
 
 
 def run_bytewax(case: Case) -> Dict[Any, list]:

@@ -2,7 +2,7 @@
 
 Each case is a logic, one micro-batch of ``(key, value)`` items, the step
 options and the outputs per key every host must give:
-tests/unit/test_cross_host.py runs them offline (restore "always" and
+tests/unit/testing/test_cross_host.py runs them offline (restore "always" and
 "on_crash", and bounded), tests/spark/test_cross_host_spark.py on Spark
 (per-key and packed hosts, streaming and bounded).
 """
@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Optional
 
 import sparkwax as sw
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0
+
 INPUT = "key string, ts timestamp, seq long, tag string"
 
 
@@ -125,7 +126,6 @@ class TimerOutsideSnapshot(sw.StatefulLogic):
 
     def snapshot(self):
         return self.count
-
 
 
 # --- output schemas (issue 21): the one checker on every host ---

@@ -23,3 +23,13 @@ def run_blocks(name: str, *, spark: bool):
         exec(code, namespace)
         ran += 1
     return ran
+
+
+def offline_namespace(name: str) -> dict:
+    """The namespace after the offline blocks of ``name`` ran (their classes,
+    data and results), for tests that run the same code on Spark."""
+    namespace = {"__name__": f"docs_{name.replace('.', '_')}"}
+    for number, block in enumerate(python_blocks(name)):
+        if not block.startswith(SPARK_MARK):
+            exec(compile(block, f"{name}[block {number}]", "exec"), namespace)
+    return namespace

@@ -34,7 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from ..errors import SparkwaxError
 from ..failure import FILE_ENV, VERBOSE_ENV
 
-USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [APP ARGS...] "
+USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [--once] [APP ARGS...] "
          "[-- SPARK-SUBMIT ARGS...]")
 
 EPILOG = """\
@@ -45,6 +45,8 @@ examples:
       --input /data/in --output /data/out --checkpoint /data/ck \\
       -- --conf spark.sql.shuffle.partitions=4 --executor-memory 1g
       runs on a standalone cluster; the sparkwax zip goes to --py-files
+  sparkwax submit app.py --once --checkpoint ck/
+      runs the app's queries as availableNow: the input present, then stop
   sparkwax submit app.py --dry-run -- --py-files mylogic.py
       prints the command without running it
 
@@ -106,6 +108,10 @@ def _own_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true", default=None,
                         help="on failure, print the full Python and Spark trace before "
                              "sparkwax's short block (also SPARKWAX_VERBOSE=1)")
+    parser.add_argument("--once", action="store_true", default=None,
+                        help="run every query the app starts with sw.start as availableNow: "
+                             "the input present at its start, the timers it made due, then "
+                             "stop (spark.sparkwax.once=true)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command and exit without running it")
 
@@ -265,6 +271,10 @@ def run(args: argparse.Namespace) -> int:
         if found.files:
             app_zip = build_app_zip(found)
             print(found.summary(), file=sys.stderr, flush=True)
+    if pick("once"):
+        from ..engine.catch_up import ONCE_CONF
+
+        spark_args = ["--conf", f"{ONCE_CONF}=true", *spark_args]
     try:
         command, env = build_command(
             args.app, master=pick("master"), checkpoint=pick("checkpoint"),

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional
 
 from ..errors import SparkwaxError
+from .catch_up import asks_every_batch, process_all_available
 from .diagnose import explained, last_commit
 from .storage import storage_for
 
@@ -35,6 +36,9 @@ class Query:
         self._checkpoint = checkpoint
         self._steps = steps
         self.following: Any = None  # sw.start(progress=True)'s progress thread
+        self.stopper: Any = None    # availableNow's stop (``catch_up.stop_when_caught_up``)
+        # a ProcessingTimeTimeout operator: Spark never finds this query caught up
+        self.asks_every_batch = asks_every_batch((steps or {}).values())
 
     @property
     def step_ids(self) -> List[str]:
@@ -76,10 +80,18 @@ class Query:
             self._print_progress()
 
     def processAllAvailable(self) -> None:
-        """Spark's ``processAllAvailable``; a failure as its sparkwax error."""
+        """Spark's ``processAllAvailable``; a failure as its sparkwax error.
+        For a step with processing-time timers or deadlines (whose Spark
+        operator asks for a micro-batch at every trigger, so Spark's own
+        never returns): returns once a micro-batch that started after the
+        call read nothing and found nothing more to read
+        (``catch_up.process_all_available``)."""
         try:
             with self._explained():
-                self.spark_query.processAllAvailable()
+                if not self.asks_every_batch:
+                    self.spark_query.processAllAvailable()
+                elif not process_all_available(self.spark_query):
+                    self.spark_query.awaitTermination()  # stopped: its failure, if any
         finally:
             self._print_progress()
 

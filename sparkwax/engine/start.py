@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..checkpoint_files import STEPS_FILE
 from ..errors import ConfigError
+from .catch_up import ONCE_CONF, asks_every_batch, bounded, stop_when_caught_up
 from .diagnose import check_logs, read_steps
 from .progress import follow, stop_on_signals
 from .query import Query
@@ -150,6 +151,11 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
     is set (Spark's default trigger would run no-data batches back to back).
     ``trigger`` takes ``DataStreamWriter.trigger``'s keywords, e.g.
     ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``.
+    ``availableNow`` ends a query of a step with processing-time timers or
+    deadlines too: once a micro-batch read nothing and found
+    nothing more (it fired what the input made due), sparkwax stops the
+    query (``sparkwax.engine.catch_up``); under ``sparkwax submit --once``
+    every query runs as ``availableNow``.
     ``progress=True`` prints a line per micro-batch to stderr
     (``sparkwax.engine.progress.follow``). With ``stop_on_signal`` (default), Ctrl-C
     or SIGTERM stops the query between micro-batches, with one line saying so
@@ -178,8 +184,10 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
         writer = writer.queryName(query_name)
     for name, value in (options or {}).items():
         writer = writer.option(name, value)
-    if trigger is None and any(s.get("time") == "processing" and s.get("timers")
-                               or s.get("deadlines") for s in steps):
+    if str(spark.conf.get(ONCE_CONF, "false")).lower() == "true":  # `sparkwax submit --once`
+        trigger = {"availableNow": True}
+    every_batch = asks_every_batch(steps)
+    if trigger is None and every_batch:
         trigger = {"processingTime": "1 second"}
     if trigger:
         writer = writer.trigger(**trigger)
@@ -191,6 +199,8 @@ def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "
         writer = writer.format(format)
         query = writer.start(path) if path is not None else writer.start()
     started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
+    if every_batch and bounded(trigger):  # Spark would run no-data batches forever
+        started.stopper = stop_when_caught_up(query)
     following = follow(started) if progress else None
     started.following = following
     if stop_on_signal:

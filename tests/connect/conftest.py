@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from kit import free_port
+
 settings.register_profile("spark", max_examples=4, deadline=None, database=None,
                           suppress_health_check=list(HealthCheck))
 
@@ -28,6 +30,9 @@ def pytest_collection_modifyitems(items):
     workers cannot import test modules)."""
     from pyspark import cloudpickle
 
+    import kit
+
+    cloudpickle.register_pickle_by_value(kit)   # its logics and helpers, likewise
     here = os.path.dirname(__file__)
     for item in items:
         if str(item.fspath).startswith(here):
@@ -35,12 +40,6 @@ def pytest_collection_modifyitems(items):
             module = getattr(item, "module", None)
             if module is not None:
                 cloudpickle.register_pickle_by_value(module)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def python_without_sparkwax(folder: Path) -> Path:
@@ -68,7 +67,7 @@ def connect_url(tmp_path_factory):
                            cwd=folder, capture_output=True, text=True)
     assert "No module named 'sparkwax'" in check.stderr, check.stderr
     spark_home = Path(pyspark.__file__).parent
-    port = _free_port()
+    port = free_port()
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("PYSPARK_", "SPARK_")) and name != "PYTHONPATH"}
     env.update(SPARK_HOME=str(spark_home), SPARK_NO_DAEMONIZE="1", PYSPARK_PYTHON=str(python),

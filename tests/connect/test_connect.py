@@ -4,7 +4,7 @@
 import argparse
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -20,42 +20,17 @@ from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.testing.strategies import micro_batches, timestamped_items
 
+from kit import SumV1, at, each_spark_host_with_buckets, item, per_key
+
 INPUT = "key string, ts timestamp, value long"
 OUTPUT = "kind string, a long, b long"
 TIME = sw.EventTime("ts", watermark="2 minutes")
-START = datetime(2024, 1, 1, tzinfo=timezone.utc)
-
-
-def T0(minutes):
-    return START + timedelta(minutes=minutes)
-
-
-def item(key, minutes, value):
-    return (key, {"ts": T0(minutes), "value": value})
-
-
 SCRIPT = [
     Batch([item("a", 0, 1), item("b", 1, 2), item("c", 2, 3)]),
     Batch([item("a", 3, 5), item("b", 30, 6)]),
     Crash(),
     Batch([item("c", 40, 7), item("d", 41, 8)]),
 ]
-
-
-class SumV1(sw.StatefulLogic):
-    def __init__(self, resume=None):
-        self.total = resume or 0
-
-    def on_item(self, value):
-        self.total += value
-        return [(self.total, 1)], sw.RETAIN
-
-    def snapshot(self):
-        return self.total
-
-
-def _per_key(result):
-    return {k: [tuple(v) for v in vs] for k, vs in result.by_key.items()}
 
 
 def _rows_by_key(frame):
@@ -71,7 +46,7 @@ def test_without_shipping_the_server_cannot_import_sparkwax(remote, connect_url)
     bare = ConnectSession.builder.remote(connect_url).create()
     try:
         bare.conf.set("spark.sparkwax.ship", "false")
-        frame = bare.createDataFrame([("a", T0(1), 1)], INPUT)
+        frame = bare.createDataFrame([("a", at(1), 1)], INPUT)
         with pytest.raises(Exception, match="No module named 'sparkwax'"):
             sw.stateful(frame, key="key", builder=Accumulator, output_schema=OUTPUT,
                         time=TIME).collect()
@@ -79,12 +54,12 @@ def test_without_shipping_the_server_cannot_import_sparkwax(remote, connect_url)
         bare.stop()
 
 
-@pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
+@each_spark_host_with_buckets
 def test_streaming_with_a_restart_matches_offline(remote, tmp_path, host, buckets):
     online = run_script_on_spark(remote, Accumulator, SCRIPT, input_schema=INPUT,
                                  output_schema=OUTPUT, time=TIME, host=host, buckets=buckets,
                                  workdir=str(tmp_path))
-    assert _per_key(online) == _per_key(run(Accumulator, SCRIPT, time=TIME))
+    assert per_key(online) == per_key(run(Accumulator, SCRIPT, time=TIME))
     assert online.outputs
 
 
@@ -98,30 +73,30 @@ def scripts_with_a_restart(draw):
     return [Batch(batches[0]), Crash(), *[Batch(batch) for batch in batches[1:]]]
 
 
-@pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
+@each_spark_host_with_buckets
 @settings(settings.get_profile("spark"))
 @given(script=scripts_with_a_restart())
 def test_differential_with_a_restart(remote, tmp_path_factory, host, buckets, script):
     online = run_script_on_spark(remote, Accumulator, script, input_schema=INPUT,
                                  output_schema=OUTPUT, time=TIME, host=host, buckets=buckets,
                                  workdir=str(tmp_path_factory.mktemp("diff")))
-    assert _per_key(online) == _per_key(run(Accumulator, script, time=TIME))
+    assert per_key(online) == per_key(run(Accumulator, script, time=TIME))
 
 
-@pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
+@each_spark_host_with_buckets
 def test_bounded_matches_offline(remote, host, buckets):
     items = [item for step in SCRIPT if hasattr(step, "items") for item in step.items]
     frame = remote.createDataFrame([(k, v["ts"], v["value"]) for k, v in items], INPUT)
     online = sw.stateful(frame, key="key", builder=Accumulator, output_schema=OUTPUT,
                          time=TIME, host=host, buckets=buckets)
-    assert _rows_by_key(online) == _per_key(run_bounded(Accumulator, items, time=TIME))
+    assert _rows_by_key(online) == per_key(run_bounded(Accumulator, items, time=TIME))
 
 
 def test_start_finish_show_and_clear_over_connect(remote, connect_url, tmp_path, capsys):
     online = run_script_on_spark(remote, Accumulator, SCRIPT, input_schema=INPUT,
                                  output_schema=OUTPUT, time=TIME, workdir=str(tmp_path / "run"))
     before = run(Accumulator, SCRIPT, time=TIME)
-    assert _per_key(online) == _per_key(before)
+    assert per_key(online) == per_key(before)
     checkpoint = str(tmp_path / "run" / "checkpoint")
     assert isinstance(storage_for(remote), SparkStorage)
 
@@ -170,9 +145,9 @@ def test_start_records_steps_and_refuses_a_changed_output(remote, tmp_path):
 
 
 def test_operator_helpers_over_connect(remote):
-    orders = remote.createDataFrame([("o1", T0(1), 30.0), ("o2", T0(2), 12.5)],
+    orders = remote.createDataFrame([("o1", at(1), 30.0), ("o2", at(2), 12.5)],
                                     "order_id string, ts timestamp, total double")
-    payments = remote.createDataFrame([("o1", T0(5), 20), ("o1", T0(6), 10), ("o2", T0(4), 13)],
+    payments = remote.createDataFrame([("o1", at(5), 20), ("o1", at(6), 10), ("o2", at(4), 13)],
                                       "order_id string, ts timestamp, paid long")
     joined = sw.join(orders, payments, key="order_id", names=["orders", "payments"],
                       time=sw.EventTime("ts", watermark="1 hour"))

@@ -17,6 +17,9 @@ def pytest_collection_modifyitems(items):
     importable on workers by reference."""
     from pyspark import cloudpickle
 
+    import kit
+
+    cloudpickle.register_pickle_by_value(kit)   # its logics and helpers, likewise
     here = os.path.dirname(__file__)
     for item in items:
         if str(item.fspath).startswith(here):

@@ -1,14 +1,11 @@
 """Bytewax 0.21.1's operator family on a bounded Spark run: the same cases as
-tests/unit/test_bytewax_family.py (see tests/bytewax_family.py), each through
+tests/unit/operators/test_bytewax_family.py (see tests/bytewax_family.py), each through
 ``sw.stateful`` / ``sw.connect`` on DataFrames (arrival order replayed with
 ``order_by="seq"``), compared per key with Bytewax's own ``run_main``."""
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import os
-import sys
 
 import pytest
 from pyspark.sql import Row
@@ -18,10 +15,9 @@ pytest.importorskip("bytewax.operators")
 import sparkwax as sw  # noqa: E402
 import sparkwax.operators as ops  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import bytewax_family  # noqa: E402
 from bytewax_family import (  # noqa: E402
-    VALUE_STRUCT, WAIT, family_cases, run_bytewax, side_rows, sorted_windows)
+    VALUE_STRUCT, WAIT, bytewax_result, family_cases, side_rows, sorted_windows)
 from pyspark import cloudpickle  # noqa: E402
 
 cloudpickle.register_pickle_by_value(bytewax_family)   # workers cannot import tests/
@@ -29,11 +25,6 @@ cloudpickle.register_pickle_by_value(bytewax_family)   # workers cannot import t
 CASES = {case.name: case for case in family_cases()}
 INPUT = "key string, ts timestamp, x long, seq long"
 TIME = sw.EventTime("ts", watermark=WAIT)
-
-
-@functools.lru_cache(maxsize=None)
-def bytewax_result(name):
-    return run_bytewax(CASES[name])
 
 
 def plain(value):

@@ -25,7 +25,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -40,20 +39,15 @@ from sparkwax.engine.zips import CACHE_ENV_KEY
 
 from test_submit import offline_bursts, parquet_bursts, write_payments  # same folder
 
+from kit import REPO, commits, free_port, stop_group
+
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "deploy.md"
 SPARK_HOME = submit.spark_home()
 FILES = 6
 KILL_AFTER_COMMITS = 2
 DOC_MASTER = "spark://127.0.0.1:7077"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def doc_command(marker: str) -> list:
@@ -193,17 +187,6 @@ def run_logged(command, log: Path, env) -> subprocess.Popen:
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
                                    cwd=str(REPO), start_new_session=True)
     return process
-
-
-def stop_group(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)  # spark-submit, its JVM and the driver's Python
-    process.wait(timeout=60)
-
-
-def commits(checkpoint: Path) -> int:
-    folder = checkpoint / "commits"
-    return len([n for n in os.listdir(folder) if n.isdigit()]) if folder.is_dir() else 0
 
 
 def test_plain_spark_submit_ships_sparkwax_and_the_py_files_module(cluster, executor_python,

@@ -4,9 +4,6 @@ give what every offline host gives."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 from pyspark import cloudpickle
 
@@ -15,9 +12,8 @@ from sparkwax.testing import Batch, run
 from sparkwax.testing.reference import Counter
 from sparkwax.testing.spark import run_script_on_spark
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import cross_host  # noqa: E402
-from cross_host import (BAD_EMITS, BAD_TIMES, CASES, GOOD_EMITS, GOOD_ITEMS,  # noqa: E402
+import cross_host
+from cross_host import (BAD_EMITS, BAD_TIMES, CASES, GOOD_EMITS, GOOD_ITEMS,
                         GOOD_SCHEMA, INPUT, STREAMED, Emits, LockedAtEof, Tags,
                         TimerOutsideSnapshot, builder_holding_a_lock, normalized_rows, row)
 

@@ -12,11 +12,9 @@ added a delta (changelog) after them. Each test damages its own copy."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -25,12 +23,12 @@ from pyspark.errors import StreamingQueryException
 
 import sparkwax as sw
 from sparkwax.checkpoint_files import load_chains, state_file_name
-from sparkwax.cli.state import state_command
 from sparkwax.engine.checkpoint import read_entries
 from sparkwax.engine.session import STATE_STORES
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from spark_confs import confs  # noqa: E402
+from spark_confs import confs
+
+from kit import each_spark_host, state_cli
 
 KEYS = "abcdef"
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass": STATE_STORES["rocksdb"],
@@ -148,11 +146,6 @@ def damage(path: Path, how: str) -> None:
 def newest(folder: Path, kind: str) -> Path:
     return max((p for p in folder.iterdir() if (state_file_name(p.name) or (0, ""))[1] == kind),
                key=lambda p: state_file_name(p.name)[0])
-
-
-def state_cli(argv):
-    parser = argparse.ArgumentParser()
-    return state_command(parser)(parser.parse_args(argv))
 
 
 CASES = [  # (store, what is damaged, how): the eight kinds of the issue, and a checksum
@@ -311,7 +304,7 @@ class Large(Count):
         return "x" * 5000
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_a_snapshot_over_the_limit_names_the_key_and_its_size(spark, tmp_path, host):
     with confs(spark, {"spark.sparkwax.maxSnapshotBytes": "4k"}):
         query = start_logic(spark, tmp_path, Large, host=host,

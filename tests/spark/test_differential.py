@@ -12,6 +12,8 @@ from sparkwax.testing import Batch, Crash, run, run_bounded
 from sparkwax.testing.reference import Accumulator, BatchCounter, SessionTracker
 from sparkwax.testing.strategies import micro_batches, timestamped_items
 
+from kit import at as _t, each_spark_host_with_buckets as HOSTS, per_key as _per_key
+
 INPUT = "key string, ts timestamp, value long"
 ACC_OUT = "kind string, a long, b long"
 SESSION_OUT = "start timestamp, `end` timestamp, events long"
@@ -34,16 +36,9 @@ def event_scripts(draw, max_batches=4):
     return script
 
 
-def _per_key(result):
-    return {k: [tuple(v) for v in vs] for k, vs in result.by_key.items()}
-
-
 def _offline_as_rows(result, fields):
     return {k: [tuple(v[f] for f in fields) if isinstance(v, dict) else tuple(v) for v in vs]
             for k, vs in result.by_key.items()}
-
-
-HOSTS = pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
 
 
 @HOSTS
@@ -112,8 +107,3 @@ def test_bounded_matches_offline(spark, host, buckets, items):
     for row in online:  # one key's rows come from one group, in emission order
         got.setdefault(row[0], []).append(tuple(row[1:]))
     assert got == _per_key(offline)
-
-
-def _t(minutes):
-    from datetime import datetime, timezone
-    return datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=minutes)

@@ -1,10 +1,6 @@
 """Every example of the user guide runs, the Spark ones included."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from docs_blocks import run_blocks  # noqa: E402
+from docs_blocks import run_blocks
 
 
 def test_guide_all_blocks(spark):

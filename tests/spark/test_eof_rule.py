@@ -4,8 +4,6 @@ EOF; offline, ``Eof()`` ends a run and a step after it is refused."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
 
 import sparkwax as sw
@@ -13,10 +11,11 @@ from sparkwax.errors import ConfigError
 from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.testing import Batch, Eof, run
 
+from kit import T0, item
+
 INPUT = "key string, ts timestamp, value long"
 OUTPUT = "kind string, total long"
 TIME = sw.EventTime("ts", watermark="1 hour")
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
 class FlushOnEof(sw.StatefulLogic):
@@ -35,10 +34,6 @@ class FlushOnEof(sw.StatefulLogic):
 
     def snapshot(self):
         return self.total
-
-
-def item(key, minutes, value):
-    return (key, {"ts": T0 + timedelta(minutes=minutes), "value": value})
 
 
 BEFORE = [Batch([item("a", 0, 1), item("b", 1, 2)]), Batch([item("a", 2, 3)])]

@@ -1,8 +1,7 @@
 """finish (on_eof from a checkpoint), state show/clear, snapshot evolution, start() checks."""
 
-import argparse
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -10,18 +9,14 @@ import sparkwax as sw
 from sparkwax.engine.checkpoint import read_entries, state_summary
 from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.cli.snapshot_json import json_value
-from sparkwax.cli.state import state_command
 from sparkwax.testing import Batch, Crash, Eof, run
 from sparkwax.testing.reference import Accumulator
+
+from kit import SumV1, T0, each_spark_host, item, state_cli
 
 INPUT = "key string, ts timestamp, value long"
 OUTPUT = "kind string, a long, b long"
 TIME = sw.EventTime("ts", watermark="2 minutes")
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
-
-
-def item(key, minutes, value):
-    return (key, {"ts": T0 + timedelta(minutes=minutes), "value": value})
 
 
 SCRIPT = [
@@ -66,21 +61,15 @@ def test_state_entries_and_summary_match_offline_snapshots(spark, stream_checkpo
     assert summary["total_bytes"] == sum(e.size for e in entries)
 
 
-def _state_cli(argv):
-    parser = argparse.ArgumentParser()
-    handler = state_command(parser)
-    return handler(parser.parse_args(argv))
-
-
 def test_state_show_prints_a_table_and_json(spark, stream_checkpoint, capsys):
     checkpoint, _ = stream_checkpoint
-    assert _state_cli(["show", str(checkpoint)]) == 0
+    assert state_cli(["show", str(checkpoint)]) == 0
     table = capsys.readouterr().out
     assert [c.strip() for c in table.splitlines()[0].split(" | ")] == ["key", "snapshot", "bytes",
                                                                       "next timer"]
     assert "live keys" in table.splitlines()[-1] and "largest key" in table
     live = sorted(run(Accumulator, SCRIPT, time=TIME).snapshots)
-    assert _state_cli(["show", str(checkpoint), "--key", live[0], "--json"]) == 0
+    assert state_cli(["show", str(checkpoint), "--key", live[0], "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["key"] for line in lines[:-1]] == [live[0]] and "summary" in lines[-1]
     snapshots = run(Accumulator, SCRIPT, time=TIME).snapshots
@@ -88,7 +77,7 @@ def test_state_show_prints_a_table_and_json(spark, stream_checkpoint, capsys):
     assert lines[-1]["summary"]["live_keys"] == len(live)
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_state_show_lists_keys_sorted_by_value_on_both_hosts(spark, tmp_path, capsys, host):
     # int keys: sorted as numbers (2, 9, 10, 33), not as texts ("10" < "2")
     keys = [33, 10, 2, 9]
@@ -98,11 +87,11 @@ def test_state_show_lists_keys_sorted_by_value_on_both_hosts(spark, tmp_path, ca
                         "value long", output_schema=OUTPUT, time=TIME,
                         workdir=str(tmp_path), host=host)
     checkpoint = str(tmp_path / "checkpoint")
-    assert _state_cli(["show", checkpoint, "--limit", "0"]) == 0
+    assert state_cli(["show", checkpoint, "--limit", "0"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [int(line.split(" | ")[0]) for line in lines[2:-1]] == sorted(keys)
     assert lines[-1].startswith("4 live keys (sorted by key)")
-    assert _state_cli(["show", checkpoint, "--json", "--limit", "3"]) == 0
+    assert state_cli(["show", checkpoint, "--json", "--limit", "3"]) == 0
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["key"] for line in shown[:-1]] == sorted(shown_key for shown_key in
                                                          [line["key"] for line in shown[:-1]])
@@ -112,26 +101,14 @@ def test_state_show_lists_keys_sorted_by_value_on_both_hosts(spark, tmp_path, ca
 def test_state_clear_asks_and_refuses_while_in_use(stream_checkpoint, tmp_path, capsys,
                                                    monkeypatch):
     checkpoint, _ = stream_checkpoint
-    assert _state_cli(["clear", str(checkpoint)]) == 2  # its log was just written
+    assert state_cli(["clear", str(checkpoint)]) == 2  # its log was just written
     assert "looks in use" in capsys.readouterr().err
     copy = tmp_path / "copy"
     import shutil
     shutil.copytree(checkpoint, copy)
     monkeypatch.setattr("builtins.input", lambda prompt: "n")
-    assert _state_cli(["clear", str(copy), "--force"]) == 1 and copy.exists()
-    assert _state_cli(["clear", str(copy), "--force", "--yes"]) == 0 and not copy.exists()
-
-
-class SumV1(sw.StatefulLogic):
-    def __init__(self, resume=None):
-        self.total = resume or 0
-
-    def on_item(self, value):
-        self.total += value
-        return [(self.total, 1)], sw.RETAIN
-
-    def snapshot(self):
-        return self.total
+    assert state_cli(["clear", str(copy), "--force"]) == 1 and copy.exists()
+    assert state_cli(["clear", str(copy), "--force", "--yes"]) == 0 and not copy.exists()
 
 
 class SumV2(sw.StatefulLogic):

@@ -13,13 +13,12 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -28,10 +27,11 @@ from sparkwax.engine.checkpoint import read_entries
 from sparkwax.testing import Batch, Tick, run
 from sparkwax.testing.reference import Accumulator
 
-APP = Path(__file__).resolve().parents[2] / "examples" / "recovery_app.py"
+from kit import REPO, T0 as BASE, commits, stop_group
+
+APP = REPO / "examples" / "recovery_app.py"
 FILES = 10
 KILLS = 5
-BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)
 TIME = __import__("sparkwax").EventTime("ts", watermark="2 minutes")
 
 
@@ -109,24 +109,13 @@ def _start(tmp: Path, name: str, store: str) -> subprocess.Popen:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
 
 
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)  # the job's own process group: python + JVM
-    process.wait(timeout=60)
-
-
-def _commits(checkpoint: Path) -> int:
-    folder = checkpoint / "commits"
-    return len([n for n in os.listdir(folder) if n.isdigit()]) if folder.is_dir() else 0
-
-
 def _run_to_end(tmp: Path, name: str, store: str) -> None:
     process = _start(tmp, name, store)
     try:
         output, _ = process.communicate(timeout=600)
         assert process.returncode == 0 and "done" in output, output[-3000:]
     finally:
-        _stop(process)
+        stop_group(process)
 
 
 def _run_with_kills(tmp: Path, name: str, store: str, rng: random.Random) -> list:
@@ -136,13 +125,13 @@ def _run_with_kills(tmp: Path, name: str, store: str, rng: random.Random) -> lis
         process = _start(tmp, name, store)
         try:
             deadline = time.monotonic() + 300
-            while _commits(tmp / name / "ck") < point and process.poll() is None:
+            while commits(tmp / name / "ck") < point and process.poll() is None:
                 assert time.monotonic() < deadline, "the job made no progress"
                 time.sleep(0.05)
             time.sleep(rng.uniform(0, 0.4))  # land somewhere inside the next micro-batch
         finally:
-            _stop(process)
-        done_at.append(_commits(tmp / name / "ck"))
+            stop_group(process)
+        done_at.append(commits(tmp / name / "ck"))
     _run_to_end(tmp, name, store)
     return done_at
 

@@ -3,11 +3,12 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "main_logic.py"
+from kit import REPO
+
+EXAMPLE = REPO / "examples" / "main_logic.py"
 
 
 @pytest.mark.spark   # the example starts its own Spark

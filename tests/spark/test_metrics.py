@@ -1,6 +1,6 @@
 """Per-step metrics in Spark's progress equal the offline runner's, on both hosts."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -11,10 +11,11 @@ from sparkwax.testing import Batch, Crash, run
 from sparkwax.testing.reference import Counter, SessionTracker
 from sparkwax.testing.spark import run_script_on_spark
 
+from kit import T0, each_spark_host_with_buckets
+
 INPUT = "key string, ts timestamp, value long"
 SESSION_OUT = "start timestamp, `end` timestamp, events long"
 TIME = sw.EventTime("ts", watermark="2 minutes")
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
 def at(key, minute):
@@ -30,7 +31,7 @@ SCRIPT = [Batch([at("a", 0), at("a", 1), at("b", 2)]),
           Batch([at("a", 10), at("b", 1), at("c", 100)])]
 
 
-@pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
+@each_spark_host_with_buckets
 def test_progress_metrics_equal_the_offline_runners(spark, tmp_path, host, buckets):
     offline = run(SessionTracker, SCRIPT, time=TIME, step_id="sessions")
     online = run_script_on_spark(spark, SessionTracker, SCRIPT, input_schema=INPUT,

@@ -23,13 +23,10 @@ import sparkwax.operators as ops
 from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.testing import Batch, Crash, run, run_bounded
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, at as t, each_spark_host_with_buckets as HOSTS
+
 EVENTS = "user string, ts timestamp, amount double, id string"
 TIME = sw.EventTime("ts", watermark="30 minutes")
-
-
-def t(minutes):
-    return T0 + timedelta(minutes=minutes)
 
 
 ROWS = [("ann", 1, 10.0, "e1"), ("ann", 4, 25.0, "e2"), ("ann", 3, 5.0, "e1"),
@@ -460,8 +457,6 @@ def test_streaming_join_of_two_file_streams(spark, tmp_path):
 
 
 # -- stateful_filter, running fold/reduce, sum/mean windows, sequence: both hosts --------
-
-HOSTS = pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
 
 
 def _small(value):

@@ -6,8 +6,6 @@ and the packed host without packing."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 from datetime import date, datetime, timezone
 
 import pyarrow as pa
@@ -19,8 +17,7 @@ import sparkwax as sw
 from sparkwax.engine.prepack import PAYLOAD, Unpacker, pack_rows
 from sparkwax.engine.session import PREPACK_CONF
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from spark_confs import confs  # noqa: E402
+from spark_confs import confs
 
 ROWS = st.lists(st.tuples(st.integers(0, 4),                      # bucket
                           st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)),

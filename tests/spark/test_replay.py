@@ -19,7 +19,7 @@ import shutil
 import signal
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -29,10 +29,11 @@ from sparkwax.errors import ConfigError
 from sparkwax.testing import Batch, replay
 from sparkwax.testing.reference import Accumulator, Counter
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from kit import REPO, T0 as BASE
+
+sys.path.insert(0, str(REPO / "examples"))
 import recovery_app  # noqa: E402
 
-BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)
 SOURCE = dict(source_format="json", source_schema=recovery_app.INPUT_SCHEMA)
 STEP = dict(key="key", output_schema=recovery_app.OUTPUT_SCHEMA, time=recovery_app.TIME,
             step_id="accumulate")

@@ -4,17 +4,13 @@ and both refuse the same DDL."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 from pyspark.sql import types as T
 
 import sparkwax as sw
 from sparkwax.schema import parse_ddl, struct_of
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from cross_host import DDL_CASES, DDL_REFUSED  # noqa: E402
+from cross_host import DDL_CASES, DDL_REFUSED
 
 
 def _without_metadata(value):

@@ -2,7 +2,6 @@
 new logic on the executors, both hosts; failures counted per error class
 with example keys, the recorded step id; exit codes of the command."""
 
-import argparse
 import os
 from pathlib import Path
 
@@ -10,8 +9,9 @@ import pytest
 
 import sparkwax as sw
 from sparkwax import recovery
-from sparkwax.cli.state import state_command
 from sparkwax.engine.state import check_state
+
+from kit import each_spark_host, state_cli
 
 KEYS = ["k1", "k2", "k3", "k4", "k5"]
 
@@ -92,7 +92,7 @@ def checkpoints(spark, tmp_path_factory):
     return made
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_a_compatible_logic_restores_every_key_on_the_executors(spark, checkpoints, host,
                                                                  monkeypatch):
     decoded_here = []
@@ -106,7 +106,7 @@ def test_a_compatible_logic_restores_every_key_on_the_executors(spark, checkpoin
     assert decoded_here == [] and SumV2Compatible.restored == []
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_an_incompatible_logic_names_the_keys_and_the_error_class(spark, checkpoints, host):
     result = check_state(spark, checkpoints[host], SumV2Dict, examples=2)
     assert (result.keys_ok, result.keys_failed) == (0, len(KEYS))
@@ -128,22 +128,16 @@ def test_timers_are_validated_as_the_driver_does(spark, checkpoints):
     assert "notify_at() must return None or an aware datetime" in failure.first_message
 
 
-def _cli(argv):
-    parser = argparse.ArgumentParser()
-    handler = state_command(parser)
-    return handler(parser.parse_args(argv))
-
-
 def test_the_command_prints_the_report_and_exits_0_1_2(spark, checkpoints, tmp_path, capsys):
     app = tmp_path / "sums_v2.py"
     app.write_text(Path(__file__).read_text())  # this module: its classes, from a file
     checkpoint = checkpoints["per_key"]
-    assert _cli(["check", checkpoint, f"{app}:SumV2Compatible"]) == 0
+    assert state_cli(["check", checkpoint, f"{app}:SumV2Compatible"]) == 0
     assert "5 stored key(s) checked with SumV2Compatible: every key restores" in \
         capsys.readouterr().out
-    assert _cli(["check", checkpoint, f"{app}:SumV2Dict", "--examples", "1"]) == 1
+    assert state_cli(["check", checkpoint, f"{app}:SumV2Dict", "--examples", "1"]) == 1
     out = capsys.readouterr().out
     assert "BuilderError: 5 key(s), e.g. 'k1'\n    step 'sums', key 'k1'" in out
-    assert _cli(["check", checkpoint, f"{app}:NoSuchLogic"]) == 2
+    assert state_cli(["check", checkpoint, f"{app}:NoSuchLogic"]) == 2
     assert "has no 'NoSuchLogic'" in capsys.readouterr().err
-    assert _cli(["check", os.path.join(str(tmp_path), "nothing"), f"{app}:SumV2Dict"]) == 2
+    assert state_cli(["check", os.path.join(str(tmp_path), "nothing"), f"{app}:SumV2Dict"]) == 2

@@ -4,8 +4,7 @@ error elsewhere; state show on top of it; 100k keys decoded on executors."""
 
 import json
 import os
-import sys
-from datetime import datetime, timedelta, timezone
+from datetime import timezone
 
 import pytest
 
@@ -18,19 +17,15 @@ from sparkwax.testing import Batch, run
 from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from spark_confs import confs  # noqa: E402
+from spark_confs import confs
+
+from kit import T0, each_spark_host, item
 
 INPUT = "key string, ts timestamp, value long"
 OUTPUT = "kind string, a long, b long"
 TIME = sw.EventTime("ts", watermark="2 minutes")
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass": STATE_STORES["rocksdb"],
            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
-
-
-def item(key, minutes, value):
-    return (key, {"ts": T0 + timedelta(minutes=minutes), "value": value})
 
 
 SCRIPT = [Batch([item("a", 0, 1), item("b", 1, 2), item("c", 2, 3), item("d", 2, 4)]),
@@ -62,7 +57,7 @@ def checkpoints(spark, tmp_path_factory):
     return made
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_decoded_state_equals_read_entries_per_key(spark, checkpoints, host):
     checkpoint = checkpoints[host]
     entries = {e.key: e for e in read_entries(spark, checkpoint)}
@@ -81,7 +76,7 @@ def test_decoded_state_equals_read_entries_per_key(spark, checkpoints, host):
         assert row["deadline"] is None and row["error"] is None
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_typed_snapshots_sql_filter_and_join(spark, checkpoints, host):
     offline = run(Accumulator, SCRIPT, time=TIME).snapshots
     state = sw.read_state(spark, checkpoints[host], schema="total long, count long",
@@ -120,7 +115,7 @@ def test_a_snapshot_that_cannot_be_decoded_is_a_row_with_its_error(spark, checkp
                for r in unfit.collect())
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_a_past_batch(spark, checkpoints, host):
     first = run(Accumulator, SCRIPT[:1], time=TIME).snapshots
     rows = sw.read_state(spark, checkpoints[host], batch_id=0).collect()
@@ -139,7 +134,7 @@ def _count_checkpoint(spark, workdir, host, store):
     return str(workdir / "checkpoint")
 
 
-@pytest.mark.parametrize("host", ["per_key", "packed"])
+@each_spark_host
 def test_the_change_feed_per_key_on_rocksdb(spark, tmp_path, host):
     checkpoint = _count_checkpoint(spark, tmp_path, host, ROCKSDB)
     changes = sw.read_state(spark, checkpoint, changes=(1, 2))

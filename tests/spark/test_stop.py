@@ -19,7 +19,8 @@ import pytest
 from sparkwax.testing import run
 from sparkwax.testing.reference import Accumulator
 
-from test_kill_recovery import APP, TIME, _batches_spark_ran, _commits, _make_input
+from kit import commits
+from test_kill_recovery import APP, TIME, _batches_spark_ran, _make_input
 
 import random
 
@@ -69,7 +70,7 @@ def _resume_and_compare(spark, tmp: Path, files, *, submit: bool = False) -> Non
 
 def _wait_for_commits(tmp: Path, process, count: int) -> None:
     deadline = time.monotonic() + 300
-    while _commits(tmp / "ck") < count:
+    while commits(tmp / "ck") < count:
         assert process.poll() is None, process.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "the app made no progress"
         time.sleep(0.05)
@@ -87,7 +88,7 @@ def test_a_signal_stops_between_batches_and_a_restart_resumes(spark, tmp_path, h
     assert "Traceback" not in err and "SPARK_JOB_CANCELLED" not in err, err[-3000:]
     assert "done" in out
     assert "batch   0" in err  # progress lines
-    assert _commits(tmp_path / "ck") < len(files), "stopped before the input was consumed"
+    assert commits(tmp_path / "ck") < len(files), "stopped before the input was consumed"
     _resume_and_compare(spark, tmp_path, files)
 
 
@@ -105,5 +106,5 @@ def test_sparkwax_submit_passes_a_signal_on_as_a_graceful_stop(spark, tmp_path, 
     assert both.count("sparkwax: SIGINT: stopping after the current micro-batch") == 1, both
     assert "sparkwax: SIGINT: stopped query 'accumulate'" in both, both[-3000:]
     assert "Traceback" not in both and "SPARK_JOB_CANCELLED" not in both, both[-3000:]
-    assert _commits(tmp_path / "ck") < len(files), "stopped before the input was consumed"
+    assert commits(tmp_path / "ck") < len(files), "stopped before the input was consumed"
     _resume_and_compare(spark, tmp_path, files, submit=True)

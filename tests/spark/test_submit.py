@@ -17,14 +17,15 @@ from sparkwax import cli
 from sparkwax.cli import submit
 from sparkwax.engine import logs, shipping
 
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
+
 CLUSTER_APP = REPO / "examples" / "cluster_app.py"
 SPARK_SUBMIT = os.path.join(submit.spark_home(), "bin", "spark-submit")
 
 
 def printed_command(capsys, *argv):
     """The environment and the command, without the log configuration (tested
-    in tests/unit/test_app_modules.py)."""
+    in tests/unit/engine/test_app_modules.py)."""
     assert cli.main(["submit", "--dry-run", *argv]) == 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1

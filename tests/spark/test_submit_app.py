@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from kit import REPO
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 LOGIC_APP = REPO / "examples" / "logic_module" / "app.py"
 
 

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -18,8 +18,8 @@ from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded
 from sparkwax.testing.reference import Counter, IdleAlarm
 from sparkwax.testing.replay import replay
 
-T0 = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
-MIN = timedelta(minutes=1)
+from kit import MIN, NOON as T0, REPO
+
 HOUR_MS = 3_600_000
 SCHEMA = "key string, ts timestamp, idle_ms long, alarm_discard boolean"
 OUTPUT = "kind string, n long"
@@ -179,9 +179,8 @@ def test_one_kind_steps_keep_their_plan(spark, tmp_path):
 
 def test_the_fraud_example_on_spark(spark):
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "fraud_alarm.py"
+    path = REPO / "examples" / "fraud_alarm.py"
     spec = importlib.util.spec_from_file_location("fraud_alarm_spark", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -7,7 +7,6 @@ file system for these tests to pass. The test side looks at the mapped local
 folder only to check what landed there.
 """
 
-import argparse
 import json
 import os
 import uuid
@@ -17,14 +16,15 @@ import pytest
 import sparkwax as sw
 from sparkwax.engine.checkpoint import clear, read_entries, state_summary
 from sparkwax.engine.storage import HadoopStorage, SparkStorage, storage_for
-from sparkwax.cli.state import state_command
 from sparkwax.testing import Eof, run
 from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark
 
 import test_finish
 from pyspark import cloudpickle
-from test_finish import INPUT, OUTPUT, SCRIPT, TIME, SumV1
+from test_finish import INPUT, OUTPUT, SCRIPT, TIME
+
+from kit import SumV1, state_cli
 
 cloudpickle.register_pickle_by_value(test_finish)  # workers cannot import test modules
 
@@ -46,11 +46,6 @@ def viewfs(spark, tmp_path):
     yield f"viewfs://{table}/data", folder, conf
     for name in conf:
         spark.conf.unset(name[len("spark.hadoop."):])
-
-
-def _state_cli(argv):
-    parser = argparse.ArgumentParser()
-    return state_command(parser)(parser.parse_args(argv))
 
 
 def test_python_cannot_open_the_mount_but_spark_can(spark, viewfs):
@@ -96,9 +91,9 @@ def test_start_show_finish_and_clear_on_the_mount(spark, viewfs, capsys):
     confs = [arg for name, value in mount_conf(cli_table, folder).items()
              for arg in ("--conf", f"{name}={value}")]
     checkpoint = f"viewfs://{cli_table}/data/checkpoint"
-    assert _state_cli(["show", checkpoint, *confs]) == 0
+    assert state_cli(["show", checkpoint, *confs]) == 0
     assert "live keys" in capsys.readouterr().out
-    assert _state_cli(["show", checkpoint, "--json", *confs]) == 0
+    assert state_cli(["show", checkpoint, "--json", *confs]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert sorted(line["key"] for line in lines[:-1]) == sorted(offline.snapshots)
 
@@ -110,7 +105,7 @@ def test_start_show_finish_and_clear_on_the_mount(spark, viewfs, capsys):
         got.setdefault(row["key"], []).append(tuple(row)[1:])
     assert got == {k: vs for k, vs in expected.items() if vs} and got
 
-    assert _state_cli(["clear", checkpoint, "--yes", *confs]) == 2  # just written: in use
+    assert state_cli(["clear", checkpoint, "--yes", *confs]) == 2  # just written: in use
     assert "more)" in capsys.readouterr().err
     clear(checkpoint, force=True, spark=spark)
     assert not (folder / "checkpoint").exists()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -19,15 +18,12 @@ import sparkwax as sw
 import sparkwax.operators as ops
 from sparkwax.testing import Batch, run, run_bounded
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, at as t
+
 TIME = sw.EventTime("ts", watermark="1 minute")
 SIDES = ["readings", "maintenance"]
 READINGS = "machine string, ts timestamp, seq long, celsius double"
 MAINTENANCE = "machine string, ts timestamp, seq long, crew string"
-
-
-def t(minutes):
-    return T0 + timedelta(minutes=minutes)
 
 
 class SideLog(sw.StatefulLogic):

@@ -1,10 +1,6 @@
 """The offline examples of the docs run (and their asserts hold)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from docs_blocks import run_blocks  # noqa: E402
+from docs_blocks import run_blocks
 
 
 def test_guide_offline_blocks():
@@ -17,3 +13,7 @@ def test_operators_offline_blocks():
 
 def test_semantics_offline_blocks():
     assert run_blocks("semantics.md", spark=False) >= 6
+
+
+def test_porting_blocks():
+    assert run_blocks("porting.md", spark=False) >= 7

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import doctest
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+from kit import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import engine_goals  # noqa: E402
 from engine_goals import check, floors  # noqa: E402

@@ -32,7 +32,8 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "sparkwax"
+from kit import PACKAGE
+
 ROOT = PACKAGE.name
 
 SUBPACKAGE_LAYERS = {"engine": "engine", "operators": "operators", "testing": "testing",

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
+
 
 BLOCKER = textwrap.dedent("""
     import builtins
@@ -93,7 +94,6 @@ def test_blocker_really_blocks(tmp_path):
     done = subprocess.run([sys.executable, "-c", "import pyspark"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "blocked for this test" in done.stderr
-
 
 
 def test_star_import_and_the_spark_entry_points_without_pyspark(tmp_path):

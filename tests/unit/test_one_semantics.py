@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "sparkwax"
+from kit import PACKAGE
+
 HOSTS = sorted(p for folder in ("engine", "testing") for p in (PACKAGE / folder).rglob("*.py"))
 TIME_WORDS = ("now", "watermark", "timer", "armed", "deadline_ms", "event_time")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
+from kit import REPO
 
-REPO = Path(__file__).resolve().parents[2]
+pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
 
 
 def mypy(*args: str) -> subprocess.CompletedProcess:

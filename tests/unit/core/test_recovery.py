@@ -12,7 +12,8 @@ import pytest
 from sparkwax import SnapshotError
 from sparkwax.recovery import FORMAT_VERSION, BlobInfo, blob_info, decode, encode
 
-UTC = timezone.utc
+from kit import UTC
+
 STEP, KEY = "codec-step", "key-42"
 
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import strategies as st
@@ -21,7 +20,8 @@ import sparkwax.operators as ops
 from sparkwax.testing import Batch, Eof, check_logic, run
 from sparkwax.testing.strategies import timestamped_items
 
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
+
 MODULES = ["basic", "final", "collecting", "joins", "windows.core", "windows._aggs", "recipes",
            "rules", "running", "sequence", "many_timers"]
 

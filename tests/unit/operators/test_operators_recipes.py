@@ -3,7 +3,7 @@ the rules table."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -14,12 +14,9 @@ from sparkwax.operators import (Rules, Throttled, collect, count_final, deduplic
                                 with_ttl)
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, run, run_bounded
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, at_second as t
+
 EVENT = sw.EventTime("ts")
-
-
-def t(seconds):
-    return T0 + timedelta(seconds=seconds)
 
 
 def ev(seconds, n=None, **fields):

@@ -7,7 +7,7 @@ examples/recovery_app.py, conf shortened)."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta, timezone
 
 import pytest
 
@@ -21,9 +21,10 @@ from sparkwax.testing import Batch, Tick, run
 from sparkwax.testing.reference import Accumulator, Counter
 from sparkwax.testing.replay import compare_unit, emit_row, normal, replay_batches
 
+from kit import T0
+
 CONF = {"spark.sql.shuffle.partitions": "2",
         "spark.sql.streaming.multipleWatermarkPolicy": "min"}
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
 def offsets_text(watermark: int, log_offset, timestamp: int = 1795509326004) -> str:

@@ -4,7 +4,7 @@ operators and collect, with exact outputs (and the same outputs as Bytewax
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 from hypothesis import given
@@ -16,12 +16,9 @@ from sparkwax.operators import (collect, count_final, fold_final, max_final, min
                                 reduce_final, stateful_flat_map, stateful_map)
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, at_second as t
+
 EVENT = sw.EventTime("ts")
-
-
-def t(seconds):
-    return T0 + timedelta(seconds=seconds)
 
 
 def ev(seconds, n=None):
@@ -112,7 +109,7 @@ def test_fold_final_keeps_a_none_accumulator():
     assert result.by_key == {"a": [None]}
 
 
-# Snapshots: the accumulator itself (Bytewax's shape; tests/unit/test_bytewax_family.py
+# Snapshots: the accumulator itself (Bytewax's shape; tests/unit/operators/test_bytewax_family.py
 # compares them with Bytewax's recovery store), except None and 1-tuples, which
 # are stored as (acc,), the form every accumulator had before.
 

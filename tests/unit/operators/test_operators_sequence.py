@@ -5,7 +5,7 @@ and check_logic."""
 from __future__ import annotations
 
 import pickle
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -16,12 +16,9 @@ from sparkwax.cli.demo import clickstream
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, check_logic, run, run_bounded
 from sparkwax.testing.strategies import timestamped_items
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, at as t
+
 EVENT = sw.EventTime("ts")
-
-
-def t(minutes):
-    return T0 + timedelta(minutes=minutes)
 
 
 def login(minutes, outcome):

@@ -5,7 +5,7 @@ for EventTime, and the pinned, documented differences (docs/semantics.md,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -15,7 +15,7 @@ from sparkwax.errors import ConfigError, InputError
 from sparkwax.testing import Batch, Eof, run, run_bounded
 from sparkwax.timers import EPOCH
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import pytest
 from sparkwax.errors import ConfigError
 from sparkwax.paths import join_path, scheme_of
 
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
+
 # Every module that reads or writes next to a checkpoint or a sink.
 CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/finish.py",
                       "sparkwax/engine/start.py",

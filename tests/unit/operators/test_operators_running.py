@@ -3,7 +3,7 @@ exact outputs, crashes, EOF and check_logic."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 from hypothesis import strategies as st
@@ -13,15 +13,12 @@ import sparkwax.operators as ops
 from sparkwax.testing import Batch, Crash, Eof, check_logic, run, run_bounded
 from sparkwax.testing.strategies import timestamped_items
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, event as at
+
 EVENT = sw.EventTime("ts")
 ITEMS = timestamped_items(keys=st.sampled_from(["a", "b"]), values=st.integers(0, 5),
                           max_size=20)
 TIME = sw.EventTime("ts", watermark="2 minutes")
-
-
-def at(minutes, **fields):
-    return {"ts": T0 + timedelta(minutes=minutes), **fields}
 
 
 # -- stateful_filter ----------------------------------------------------------------

@@ -4,8 +4,6 @@ check_logic, as sparkwax.stateful applies them."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
 from hypothesis import strategies as st
 
@@ -17,12 +15,9 @@ from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, check_logic, run, 
 from sparkwax.testing.reference import BatchCounter, Counter, SessionTracker
 from sparkwax.testing.strategies import timestamped_items
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, at as t
+
 EVENT = sw.EventTime("ts")
-
-
-def t(minutes):
-    return T0 + timedelta(minutes=minutes)
 
 
 def ev(minutes, n=None):

@@ -7,7 +7,6 @@ import dataclasses
 import datetime as dt
 import os
 import pickle
-import sys
 from decimal import Decimal
 
 import numpy as np
@@ -20,8 +19,7 @@ from sparkwax.schema import (BIGINT, BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, 
                              DecimalType, MapType, OutputSchema, StructField, StructType,
                              parse_ddl, parse_type, struct_of, type_of_json)
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from cross_host import DDL_CASES, DDL_REFUSED  # noqa: E402
+from cross_host import DDL_CASES, DDL_REFUSED
 
 UTC = dt.timezone.utc
 

@@ -8,10 +8,6 @@ cases is tests/spark/test_bytewax_family_spark.py."""
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
-
 import pytest
 
 pytest.importorskip("bytewax.operators")
@@ -19,17 +15,12 @@ pytest.importorskip("bytewax.operators")
 import sparkwax as sw  # noqa: E402
 from sparkwax.testing import Batch, Crash, Eof, run  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from bytewax_family import (  # noqa: E402
-    WAIT, bytewax_snapshots, family_cases, offline_items, run_bytewax, sparkwax_shape)
+    WAIT, bytewax_result, bytewax_snapshots, family_cases, offline_items,
+    sparkwax_shape)
 
 CASES = {case.name: case for case in family_cases()}
 TIME = sw.EventTime("ts", watermark=WAIT)
-
-
-@functools.lru_cache(maxsize=None)
-def bytewax_result(name):
-    return run_bytewax(CASES[name])
 
 
 def offline(case, *, crash_every=None):

@@ -8,7 +8,6 @@ run each case twice, once with the flattened path turned off, and compare.
 from __future__ import annotations
 
 import warnings
-from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +21,8 @@ from sparkwax.step import Step
 from sparkwax.testing import Batch, Crash, Tick, run
 from sparkwax.testing.reference import Counter, TransitionRecorder
 from sparkwax.testing.strategies import START, keyed_items, scripts
+
+from kit import at
 
 _init = Driver.__init__
 
@@ -59,10 +60,6 @@ def both_ways(call):
         general_only(patch)
         slow = outcome(call)
     return fast, slow
-
-
-def at(minutes):
-    return START + timedelta(minutes=minutes)
 
 
 COMMANDS = st.fixed_dictionaries(

@@ -14,12 +14,9 @@ from sparkwax.operators import TumblingWindower
 from sparkwax.testing import Batch, Eof, run, run_bounded
 from sparkwax.timers import Watermark
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, event as at
+
 TIME = sw.EventTime("ts", watermark="1 minute")
-
-
-def at(minutes, **fields):
-    return {"ts": T0 + timedelta(minutes=minutes), **fields}
 
 
 def ahead_script():

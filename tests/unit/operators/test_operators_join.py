@@ -4,7 +4,7 @@ mode, tagged values, and the row adapter the Spark ``connect`` uses."""
 from __future__ import annotations
 
 import pickle
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -15,7 +15,7 @@ from sparkwax.step import Step
 from sparkwax.logic import overrides_notify_at
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0
 
 
 def script():

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 import sparkwax as sw
 from sparkwax.testing import Batch, Eof, Tick, run, run_bounded
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, event as at
 
 
 class SeesNow(sw.StatefulLogic):
@@ -30,10 +30,6 @@ class SeesNow(sw.StatefulLogic):
 
     def snapshot(self):
         return self.last
-
-
-def at(minutes):
-    return {"ts": T0 + timedelta(minutes=minutes)}
 
 
 def test_now_is_the_watermark_in_event_time():

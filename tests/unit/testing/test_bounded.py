@@ -3,7 +3,7 @@ the key's own watermark advancing item by item in EventTime mode, then on_eof.""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -12,10 +12,7 @@ from sparkwax.testing import run_bounded
 from sparkwax.testing.reference import (BatchCounter, Counter, SessionTracker,
                                         TransitionRecorder)
 
-UTC = timezone.utc
-T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
-MS = timedelta(milliseconds=1)
-MIN = timedelta(minutes=1)
+from kit import MIN, MS, NOON as T0
 
 
 def at(minutes, ms=0):

@@ -18,8 +18,8 @@ from sparkwax.step import Step
 from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded
 from sparkwax.testing.reference import BatchCounter, Counter
 
-UTC = timezone.utc
-T0 = datetime(2024, 1, 1, 12, tzinfo=UTC)
+from kit import NOON as T0
+
 STEP = "my-step"
 KEY = "user-7"
 

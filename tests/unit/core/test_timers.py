@@ -12,8 +12,7 @@ from sparkwax.timers import (EPOCH, UTC, duration_ms, event_timeout_ms,
                              from_epoch_ms, is_due, processing_timeout_duration_ms,
                              require_aware, timeout_fired, timer_ms, to_epoch_ms, to_epoch_us)
 
-US = timedelta(microseconds=1)
-MS = timedelta(milliseconds=1)
+from kit import MS, US
 
 
 # --- durations -----------------------------------------------------------------------

@@ -16,14 +16,11 @@ from sparkwax.operators import (LATE_SESSION_ID, SessionWindower, SlidingWindowe
                                 reduce_window, tag, window_schema)
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, run, run_bounded
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0, at as t
+
 TEN = TumblingWindower(timedelta(minutes=10), align_to=T0)
 SLIDING = SlidingWindower(timedelta(minutes=10), timedelta(minutes=5), align_to=T0)
 SESSIONS = SessionWindower(timedelta(minutes=10))
-
-
-def t(minutes):
-    return T0 + timedelta(minutes=minutes)
 
 
 def ev(minutes, x=None):

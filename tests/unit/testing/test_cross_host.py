@@ -4,17 +4,13 @@ None outside an activation, the metrics count the same rows."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 import sparkwax as sw
 from sparkwax.testing import Batch, Crash, Eof, Runner, check_logic, run, run_bounded
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from sparkwax.testing.reference import Counter as Counted  # noqa: E402
-from cross_host import (BAD_EMITS, BAD_TIMES, CASES, GOOD_EMITS, GOOD_ITEMS,  # noqa: E402
+from sparkwax.testing.reference import Counter as Counted
+from cross_host import (BAD_EMITS, BAD_TIMES, CASES, GOOD_EMITS, GOOD_ITEMS,
                         GOOD_SCHEMA, Emits, LockedAtEof, Tags, TimerOutsideSnapshot,
                         builder_holding_a_lock, row)
 

@@ -17,12 +17,7 @@ from sparkwax import (DISCARD, RETAIN, ConfigError, EventTime, InputError, Proce
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, run
 from sparkwax.testing.reference import BatchCounter, Counter, TransitionRecorder
 
-UTC = timezone.utc
-T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
-MS = timedelta(milliseconds=1)
-US = timedelta(microseconds=1)
-SEC = timedelta(seconds=1)
-MIN = timedelta(minutes=1)
+from kit import MIN, MS, SEC, US, NOON as T0
 
 RESTORE = pytest.mark.parametrize("restore", ["always", "on_crash"])
 

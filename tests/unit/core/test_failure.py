@@ -5,12 +5,12 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 from sparkwax.errors import CallbackError, ConfigError
 from sparkwax.failure import FILE_ENV, VERBOSE_ENV, failure_block
 
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
+
 
 WORKER = ("[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback "
           "(most recent call last):\n  File \"/x/sparkwax/_driver.py\", line 545, in _items\n"

@@ -5,7 +5,7 @@ differs from the one committed with the snapshot."""
 from __future__ import annotations
 
 import warnings
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
@@ -17,7 +17,8 @@ from sparkwax.testing import Batch, Eof, check_logic, run
 from sparkwax.testing.strategies import timestamped_items
 from sparkwax.testing.strategies.check import LogicCheckFailed
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+from kit import T0
+
 TIME = sw.EventTime("ts")
 
 

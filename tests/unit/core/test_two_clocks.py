@@ -1,7 +1,7 @@
 """Both timer kinds in one step (issue 22), offline: an EventTime step whose
 logic has ``processing_notify_at`` beside ``notify_at``."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -18,8 +18,8 @@ from sparkwax.testing.reference import Counter, IdleAlarm
 from sparkwax.testing.strategies import check_logic, timestamped_items
 from sparkwax.testing.strategies.check import LogicCheckFailed
 
-T0 = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
-MIN = timedelta(minutes=1)
+from kit import MIN, NOON as T0, REPO
+
 TIME = sw.EventTime("ts")
 
 
@@ -276,9 +276,8 @@ def test_deadlines_fire_exactly_when_the_processing_clock_passes_them(rows):
 
 def test_the_fraud_example_offline():
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "fraud_alarm.py"
+    path = REPO / "examples" / "fraud_alarm.py"
     spec = importlib.util.spec_from_file_location("fraud_alarm", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,0 +1,126 @@
+"""The tests' shared kit: the times, host lists, small logics and helpers that
+many test files used to copy. ``import kit`` works from every test file
+(tests/conftest.py puts tests/ on sys.path). It never imports pyspark: unit
+tests use it (tests/unit/test_no_pyspark.py).
+
+Sessions are fixtures, not kit: ``spark`` (tests/spark/conftest.py) is the one
+local[2] session every Spark test shares; ``remote`` (tests/connect/conftest.py)
+is a Spark Connect client; ``confs`` (tests/spark_confs.py) sets session confs
+for a block. tests/spark/conftest.py and tests/connect/conftest.py ship this
+module to Python workers by value (workers cannot import tests/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import sparkwax as sw
+
+# --- paths --------------------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+PACKAGE = REPO / "sparkwax"
+
+# --- times --------------------------------------------------------------------------------
+
+UTC = timezone.utc
+T0 = datetime(2024, 1, 1, tzinfo=UTC)          # the tests' usual start: midnight UTC
+NOON = datetime(2024, 1, 1, 12, tzinfo=UTC)    # the start of the files whose T0 is noon
+US = timedelta(microseconds=1)
+MS = timedelta(milliseconds=1)
+SEC = timedelta(seconds=1)
+MIN = timedelta(minutes=1)
+
+
+def at(minutes=0, seconds=0, ms=0):
+    """``T0`` plus so many minutes (and seconds, milliseconds)."""
+    return T0 + timedelta(minutes=minutes, seconds=seconds, milliseconds=ms)
+
+
+def at_second(seconds):
+    """``T0`` plus so many seconds."""
+    return T0 + timedelta(seconds=seconds)
+
+
+def event(minutes, **fields):
+    """A value ``{"ts": at(minutes), **fields}``."""
+    return {"ts": at(minutes), **fields}
+
+
+def item(key, minutes, value):
+    """A keyed item ``(key, {"ts": at(minutes), "value": value})``."""
+    return (key, {"ts": at(minutes), "value": value})
+
+
+# --- hosts --------------------------------------------------------------------------------
+
+SPARK_HOSTS = ("per_key", "packed")
+# each Spark host, with a bucket count for packed (None for per_key)
+HOSTS_AND_BUCKETS = [("per_key", None), ("packed", 2)]
+each_spark_host = pytest.mark.parametrize("host", SPARK_HOSTS)
+each_spark_host_with_buckets = pytest.mark.parametrize("host, buckets", HOSTS_AND_BUCKETS)
+
+# --- results ------------------------------------------------------------------------------
+
+
+def per_key(result):
+    """A run's outputs by key, each output a tuple (Spark rows compare as tuples)."""
+    return {key: [tuple(value) for value in values] for key, values in result.by_key.items()}
+
+
+# --- logics -------------------------------------------------------------------------------
+
+
+class SumV1(sw.StatefulLogic):
+    """A running total of the values; emits ``(total, 1)`` (1: this version)."""
+
+    def __init__(self, resume=None):
+        self.total = resume or 0
+
+    def on_item(self, value):
+        self.total += value
+        return [(self.total, 1)], sw.RETAIN
+
+    def snapshot(self):
+        return self.total
+
+
+# --- command line and processes -----------------------------------------------------------
+
+
+def state_cli(argv):
+    """``sparkwax state ARGV`` in this process; its exit code."""
+    from sparkwax.cli.state import state_command
+
+    parser = argparse.ArgumentParser()
+    return state_command(parser)(parser.parse_args(argv))
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGKILL a child started with ``start_new_session=True`` and its whole
+    process group (spark-submit, its JVM, the driver's Python), then reap it."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)
+
+
+def commits(checkpoint: Path) -> int:
+    """How many micro-batches a checkpoint folder's commit log holds."""
+    folder = checkpoint / "commits"
+    return len([n for n in os.listdir(folder) if n.isdigit()]) if folder.is_dir() else 0
