@@ -4,18 +4,13 @@ metrics carry the same step id as offline."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from pyspark import cloudpickle
 
 import sparkwax as sw
+from kit import each_spark_host_with_buckets
 from sparkwax.testing import Batch, run, run_bounded
 from sparkwax.testing.spark import run_script_on_spark
 
-cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
-
-HOSTS = pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
 INPUT = "key string, v string"
 
 
@@ -46,7 +41,7 @@ def _by_key(rows):
     return {key: sorted(values) for key, values in found.items()}
 
 
-@HOSTS
+@each_spark_host_with_buckets
 def test_one_step_runs_offline_and_on_spark_under_one_step_id(spark, tmp_path, host, buckets):
     offline = run(STEP, [Batch(GOOD)])
     assert offline.step_id == run_bounded(STEP, GOOD).step_id == "stateful:Fussy"

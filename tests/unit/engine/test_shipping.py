@@ -17,8 +17,7 @@ import pytest
 
 from sparkwax.engine import shipping, zips
 from sparkwax.errors import ConfigError
-
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
 
 PACKAGE = os.path.dirname(os.path.abspath(__import__("sparkwax").__file__))
 
