@@ -34,7 +34,7 @@ from ..engine.storage import join_path
 from ..errors import ConfigError
 from ..metrics import StepMetrics, by_batch, steps_in
 from ..rebuild import task_errors
-from ..step import Step
+from ..step import Host, Step
 from .runner import RunResult
 from .script import Batch, Crash, Eof, Tick
 
@@ -48,7 +48,7 @@ def run_script_on_spark(spark, builder: Union[Callable, Step], script, *, input_
                         value: Optional[str] = None, batch: bool = False,
                         step_id: Optional[str] = None, workdir: Optional[str] = None,
                         uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
-                        host: str = "per_key", buckets: Optional[int] = None,
+                        host: Host = "per_key", buckets: Optional[int] = None,
                         **step_options) -> RunResult:
     """Outputs (with ``Row`` values turned into tuples) of the script on Spark.
     ``step_options`` (``ttl``, ``max_state_bytes``) go to ``stateful``.
