@@ -1,4 +1,5 @@
-"""THE semantics: one activation of one key (DESIGN.md section 3).
+"""THE semantics: one activation of one key (docs/semantics.md, "One activation
+of one key"; its "Architecture" places this module).
 
 Every host (the Spark per-key and packed hosts, their bounded forms, the
 offline runner in both restore modes, ``finish``) builds a driver from the

@@ -16,13 +16,14 @@ from .engine.connecting import connect, side_struct_schema
 from .engine.schemas import split_late, value_fields, value_struct
 from .operators.joins import joiner
 from .sides import side_names
+from .step import Host
 from .timers import TimeMode
 
 
 def join(*sides: Any, key: KeySpec, names: Optional[Sequence[str]] = None,
          insert_mode: str = "last", emit_mode: str = "complete",
          time: Optional[TimeMode] = None, order_by: Any = None,
-         step_id: Optional[str] = None, host: str = "per_key") -> Any:
+         step_id: Optional[str] = None, host: Host = "per_key") -> Any:
     """Join DataFrames per key: ``join(left_df, right_df, key="id")``, with
     ``sparkwax.operators.joiner``'s ``insert_mode`` and ``emit_mode``.
 
@@ -35,7 +36,7 @@ def join(*sides: Any, key: KeySpec, names: Optional[Sequence[str]] = None,
     builder = joiner(names, insert_mode=insert_mode, emit_mode=emit_mode)
     schema = side_struct_schema(sides, names, key)
     return connect(*sides, key=key, builder=builder, output_schema=schema, names=names,
-                   time=time, order_by=order_by, step_id=step_id or "join", host=host)
+                   time=time, order_by=order_by, step_id=step_id, host=host)
 
 
 __all__ = ["connect", "join", "split_late", "value_fields", "value_struct"]

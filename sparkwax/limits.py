@@ -17,7 +17,7 @@ pickle of the state per activation.
 >>> run(with_state_limit(growing, 200), [Batch(words)])
 Traceback (most recent call last):
 ...
-sparkwax.errors.CallbackError: step 'stateful', key 'k', snapshot: snapshot() raised StateTooLarge('the state is 235 bytes pickled, over max_bytes=200; ...')
+sparkwax.errors.CallbackError: step 'stateful:with_state_limit(fold)', key 'k', snapshot: snapshot() raised StateTooLarge('the state is 235 bytes pickled, over max_bytes=200; ...')
 """
 
 from __future__ import annotations

@@ -1,10 +1,17 @@
-"""The Step: one frozen value holding everything about a step, validated once.
+"""The Step: one frozen value holding everything about a step, valid by construction.
 
-Every entry point (``sparkwax.stateful``/``stateful_batch``/``connect``/
-``join``, ``finish``, ``run``, ``run_bounded``, ``Runner``, ``check_logic``)
-builds a Step with :meth:`Step.of` and hands it to the driver
-(``sparkwax._driver.Driver``), which applies its ``ttl``, state limit and
-sides itself. So every check runs on every host, from this one place.
+A Step is checked whenever one is made: ``Step(...)``, :meth:`Step.of`
+(defaults and conversions first) and every copy (:meth:`Step.but`) go
+through ``__post_init__``, so no Step holds a wrong time mode, a negative
+limit or a builder Spark cannot ship. Every entry point
+(``sparkwax.stateful``/``stateful_batch``/``connect``/``join``, ``finish``,
+``run``, ``run_bounded``, ``Runner``, ``check_logic``, ``replay``) takes a
+builder and the step options, or a Step itself (:func:`as_step`), and hands
+the Step to the driver (``sparkwax._driver.Driver``), which applies its
+``ttl``, state limit and sides itself. So every check runs on every host.
+
+A step's default id is ``stateful:<builder name>`` on every entry point, so
+errors and metrics name the same step offline and on Spark.
 
 >>> from sparkwax.testing.reference import Counter
 >>> step = Step.of(Counter, ttl="30 minutes")
@@ -14,13 +21,18 @@ sides itself. So every check runs on every host, from this one place.
 Traceback (most recent call last):
 ...
 sparkwax.errors.ConfigError: step 'stateful:Counter': time must be ProcessingTime() or EventTime(...), got 'event'
+>>> step.but(max_state_bytes=-5)
+Traceback (most recent call last):
+...
+sparkwax.errors.ConfigError: step 'stateful:Counter': max_state_bytes must be a positive int (bytes), got -5
 """
 
 from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Literal, Optional, Protocol, Sequence,
+                    Tuple, Union)
 
 from .builders import Duration, OperatorBuilder
 from .errors import BuilderError, ConfigError
@@ -30,28 +42,53 @@ from .logic import Builder, overrides_notify_at
 from .sides import Sides
 from .timers import EventTime, ProcessingTime, TimeMode
 
+if TYPE_CHECKING:
+    from .schema import StructType
+
 OrderBy = Union[Tuple[str, ...], Callable[[Any], Any]]
 """``order_by``: field names (every host) or, offline only, a callable."""
 
 TtlSpec = Union[None, Duration, Ttl]
 DEADLINE_METHOD = "processing_notify_at"
+DEFAULT_KIND = "stateful"
+"""A step's default id is ``stateful:<builder name>`` (:func:`default_step_id`)."""
+
+Host = Literal["per_key", "packed"]
+"""Where a step runs on Spark: one Spark group per key, or many keys per group."""
+HOSTS: Tuple[Host, ...] = ("per_key", "packed")
+
+
+class SparkStruct(Protocol):
+    """A pyspark ``StructType`` (classic or Connect), as far as a Step reads it."""
+
+    def jsonValue(self) -> Dict[str, Any]: ...
+
+
+SchemaSpec = Union[str, "StructType", SparkStruct]
+"""An output schema: DDL, a ``sparkwax.schema.StructType`` or a pyspark one."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """Everything about one step. Build it with :meth:`Step.of`.
+    """Everything about one step, checked whenever a Step is made.
 
     ``builder``: the user's builder, as given (the driver wraps it for ``ttl``
-    and ``max_state_bytes``: :meth:`logic_builder`); ``time``: the time mode;
-    ``batch``: a ``StatefulBatchLogic`` (``on_batch``); ``order_by``: field
-    names, a callable (offline only) or ``()``; ``ttl``: idle expiry;
+    and ``max_state_bytes``: :meth:`logic_builder`); ``step_id``: its name in
+    errors and metrics; ``time``: the time mode; ``batch``: a
+    ``StatefulBatchLogic`` (``on_batch``); ``order_by``: field names, a
+    callable (offline only) or ``()``; ``ttl``: idle expiry;
     ``max_state_bytes``: the cap on a key's stored state; ``sides``: the
-    inputs of a connected step; ``value``: on Spark, the one column whose
-    scalar the logic gets; ``output_schema``: DDL or a StructType, where known;
-    ``two_clocks``: an ``EventTime`` step whose logic also has processing
-    deadlines (``processing_notify_at``; see :func:`uses_deadlines`); None
-    while unknown (a builder function: the driver learns it from the first
-    logic it builds, a Spark plan from a sample, :meth:`knowing_deadlines`).
+    inputs of a connected step (default: an operator builder's own, a
+    ``joiner``'s); ``value``: on Spark, the one column whose scalar the logic
+    gets; ``output_schema``: where known; ``two_clocks``: an ``EventTime``
+    step whose logic also has processing deadlines (``processing_notify_at``;
+    see :func:`uses_deadlines`): found from the builder's class, None while
+    unknown (a builder function: the driver learns it from the first logic it
+    builds, a Spark plan from a sample, :meth:`knowing_deadlines`).
+
+    ``order_by`` (a name or a list of names), ``ttl`` (a duration) and
+    ``sides`` (a list of names) are also taken in their short forms and
+    stored converted. :meth:`of` fills in the default ``step_id``.
     """
 
     builder: Builder
@@ -63,8 +100,56 @@ class Step:
     max_state_bytes: Optional[int] = None
     sides: Optional[Sides] = None
     value: Optional[str] = None
-    output_schema: Any = None
-    two_clocks: Optional[bool] = False
+    output_schema: Optional[SchemaSpec] = None
+    two_clocks: Optional[bool] = None
+
+    def __post_init__(self) -> None:
+        name = self.step_id
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"step_id must be a non-empty string, got {name!r}")
+        if isinstance(self.builder, Step):
+            raise ConfigError(f"step {name!r}: builder must be a builder, it is a Step")
+        check_builder(name, self.builder)
+        time = self.time
+        if not isinstance(time, (ProcessingTime, EventTime)):
+            raise ConfigError(f"step {name!r}: time must be ProcessingTime() or "
+                              f"EventTime(...), got {time!r}")
+        if not isinstance(self.batch, bool):
+            raise ConfigError(f"step {name!r}: batch must be a bool, got {self.batch!r}")
+        limit = self.max_state_bytes
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                                  or limit < 1):
+            raise ConfigError(f"step {name!r}: max_state_bytes must be a positive int "
+                              f"(bytes), got {limit!r}")
+        if self.value is not None and not isinstance(self.value, str):
+            raise ConfigError(f"step {name!r}: value must name one column, got {self.value!r}")
+        schema = self.output_schema
+        if schema is not None and not isinstance(schema, str) and not callable(
+                getattr(schema, "jsonValue", None)) and not callable(
+                getattr(schema, "json_value", None)):
+            raise ConfigError(f"step {name!r}: output_schema must be a DDL string or a "
+                              f"StructType, got {schema!r}")
+        if self.two_clocks not in (None, True, False):
+            raise ConfigError(f"step {name!r}: two_clocks must be a bool or None, got "
+                              f"{self.two_clocks!r}")
+        sides: Any = self.sides  # Sides, or its short form (a list of names)
+        if sides is None and isinstance(self.builder, OperatorBuilder):
+            sides = self.builder.sides
+        if sides is not None and not isinstance(sides, Sides):
+            try:
+                sides = Sides(tuple(sides))
+            except (ConfigError, TypeError) as error:
+                raise ConfigError(f"step {name!r}: sides: {error}") from None
+        found = uses_deadlines(self.builder)  # a class says; else keep what is known
+        two_clocks = self.two_clocks if found is None else found
+        if two_clocks:
+            check_deadlines(name, time, builder_name(self.builder))
+        converted = {
+            "order_by": order_fields(self.order_by, name),
+            "ttl": ttl_spec(self.ttl, name, time, self.batch, self.value),
+            "sides": sides, "two_clocks": two_clocks}
+        for field_name, field_value in converted.items():
+            object.__setattr__(self, field_name, field_value)  # frozen: set once, here
 
     @classmethod
     def of(cls, builder: Union[Builder, Any], *, step_id: Optional[str] = None,
@@ -72,48 +157,24 @@ class Step:
            order_by: Union[None, str, Sequence[str], Callable[[Any], Any]] = None,
            ttl: TtlSpec = None, max_state_bytes: Optional[int] = None,
            sides: Union[None, Sides, Sequence[Any]] = None, value: Optional[str] = None,
-           output_schema: Any = None, kind: str = "") -> "Step":
-        """A validated Step. ``builder`` is a :class:`~sparkwax.logic.Builder`
-        (typed ``Builder | Any``: anything else is refused here, at run time,
-        with an error naming the step). ``step_id`` defaults to
-        ``<kind>:<builder name>`` (``kind``: ``stateful``, ``stateful_batch``,
-        ``finish``...); ``sides`` defaults to an operator builder's own (a
-        ``joiner``)."""
+           output_schema: Optional[SchemaSpec] = None) -> "Step":
+        """A Step from a builder and the step options, as the entry points
+        take them. ``builder`` is a :class:`~sparkwax.logic.Builder` (typed
+        ``Builder | Any``: anything else is refused, at run time, with an
+        error naming the step). ``step_id`` defaults to
+        :func:`default_step_id`; ``time`` to ``ProcessingTime()``."""
         if isinstance(builder, Step):
             raise ConfigError("Step.of takes a builder; it was given a Step")
-        name = step_id or f"{kind or ('stateful_batch' if batch else 'stateful')}:" \
-                          f"{builder_name(builder)}"
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"step_id must be a non-empty string, got {step_id!r}")
-        check_builder(name, builder)
-        time = ProcessingTime() if time is None else time
-        if not isinstance(time, (ProcessingTime, EventTime)):
-            raise ConfigError(f"step {name!r}: time must be ProcessingTime() or "
-                              f"EventTime(...), got {time!r}")
-        if not isinstance(batch, bool):
-            raise ConfigError(f"step {name!r}: batch must be a bool, got {batch!r}")
-        if max_state_bytes is not None and (not isinstance(max_state_bytes, int) or isinstance(
-                max_state_bytes, bool) or max_state_bytes < 1):
-            raise ConfigError(f"step {name!r}: max_state_bytes must be a positive int "
-                              f"(bytes), got {max_state_bytes!r}")
-        if sides is None and isinstance(builder, OperatorBuilder) and builder.sides is not None:
-            sides = builder.sides
-        if sides is not None and not isinstance(sides, Sides):
-            try:
-                sides = Sides(tuple(sides))
-            except ConfigError as error:
-                raise ConfigError(f"step {name!r}: {error}") from None
-        two_clocks = uses_deadlines(builder)
-        if two_clocks:
-            check_deadlines(name, time, builder_name(builder))
-        return cls(builder=builder, step_id=name, time=time, batch=batch,
-                   order_by=order_fields(order_by, name), ttl=ttl_spec(ttl, name, time, batch,
-                                                                        value),
-                   max_state_bytes=max_state_bytes, sides=sides, value=value,
-                   output_schema=output_schema, two_clocks=two_clocks)
+        return cls(builder=builder, step_id=step_id or default_step_id(builder),
+                   time=ProcessingTime() if time is None else time, batch=batch,
+                   order_by=order_by,  # type: ignore[arg-type]  # converted on construction
+                   ttl=ttl,  # type: ignore[arg-type]
+                   max_state_bytes=max_state_bytes,
+                   sides=sides,  # type: ignore[arg-type]
+                   value=value, output_schema=output_schema)
 
     def but(self, **changes: Any) -> "Step":
-        """A copy with some fields changed (a host's own ``step_id``...)."""
+        """A copy with some fields changed, checked as a new Step is."""
         return replace(self, **changes)
 
     @property
@@ -157,6 +218,45 @@ class Step:
             raise BuilderError.sampling(self.step_id, builder_name(builder),
                                         "whether it uses timers", error) from error
         return overrides_notify_at(type(sample))
+
+
+def as_step(builder: Union[Builder, Step, Any], *, batch: bool = False,
+            **options: Any) -> Step:
+    """What an entry point runs: ``builder`` itself if it is a Step (then
+    every step option must be left unset: the Step carries them; change one
+    with ``step.but(...)``), else ``Step.of(builder, batch=batch, **options)``.
+
+    >>> from sparkwax.testing.reference import Counter
+    >>> step = Step.of(Counter, step_id="counts")
+    >>> as_step(step) is step
+    True
+    >>> as_step(step, ttl="1 hour")
+    Traceback (most recent call last):
+    ...
+    sparkwax.errors.ConfigError: step 'counts': a Step carries its options; got ttl too (use step.but(ttl=...))
+    """
+    if not isinstance(builder, Step):
+        return Step.of(builder, batch=batch, **options)
+    given = sorted(name for name, value in options.items() if value is not None)
+    if given:
+        raise ConfigError(f"step {builder.step_id!r}: a Step carries its options; got "
+                          f"{', '.join(given)} too (use step.but({given[0]}=...))")
+    if batch and not builder.batch:
+        raise ConfigError(f"step {builder.step_id!r} is a StatefulLogic step (batch=False); "
+                          "a StatefulBatchLogic step needs batch=True")
+    return builder
+
+
+def default_step_id(builder: Any) -> str:
+    """The one default step id: ``stateful:<builder name>``, on every entry
+    point (Spark and offline), so a step's errors and metrics carry the same
+    name wherever it runs.
+
+    >>> from sparkwax.testing.reference import Counter
+    >>> default_step_id(Counter)
+    'stateful:Counter'
+    """
+    return f"{DEFAULT_KIND}:{builder_name(builder)}"
 
 
 def check_deadlines(step_id: str, time: TimeMode, logic_name: str) -> None:
@@ -233,7 +333,7 @@ def check_builder(step_id: str, builder: Any) -> None:
 
 def order_fields(order_by: Any, step_id: str) -> OrderBy:
     """``order_by`` as a tuple of field names, a callable, or () for none."""
-    if order_by is None:
+    if order_by is None or order_by == ():
         return ()
     if callable(order_by):
         key: Callable[[Any], Any] = order_by
@@ -259,9 +359,13 @@ def ttl_spec(ttl: TtlSpec, step_id: str, time: TimeMode, batch: bool,
             f"step {step_id!r}: ttl= measures idle time on the event-time column "
             f"{time.column!r}, but with value={value!r} the logic gets that column's "
             f"scalar only; drop value= (the logic then gets a dict of the columns)")
-    step_ttl(lambda resume: None, spec, time)  # a bad duration or flush fails here
+    try:
+        step_ttl(lambda resume: None, spec, time)  # a bad duration or flush fails here
+    except ConfigError as error:
+        raise ConfigError(f"step {step_id!r}: {error}") from None
     return spec
 
 
-__all__ = ["OrderBy", "Step", "builder_name", "check_builder", "order_fields", "ttl_spec",
-           "check_deadlines", "logic_has_deadlines", "uses_deadlines"]
+__all__ = ["HOSTS", "Host", "OrderBy", "SchemaSpec", "SparkStruct", "Step", "as_step",
+           "builder_name", "check_builder", "check_deadlines", "default_step_id",
+           "logic_has_deadlines", "order_fields", "ttl_spec", "uses_deadlines"]

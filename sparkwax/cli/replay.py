@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..errors import ConfigError, SparkwaxError
 from ..timers import EventTime, ProcessingTime, TimeMode
+from .reader import reader_session, session_options
 
 if TYPE_CHECKING:
     from . import Handler
@@ -52,8 +53,6 @@ def replay_command(parser: argparse.ArgumentParser) -> Handler:
     time mode and step id default to the checkpoint's sparkwax-steps.json
     (written by sw.start).
     """
-    from .state import _session_options
-
     parser.add_argument("checkpoint", help="the query's checkpoint (a path or any URI Spark "
                                            "reads: hdfs://, s3a://...)")
     parser.add_argument("logic", metavar="APP.py:LOGIC",
@@ -88,7 +87,7 @@ def replay_command(parser: argparse.ArgumentParser) -> Handler:
     parser.add_argument("--transform", metavar="APP.py:FUNCTION",
                         help="a DataFrame -> DataFrame function: what the query did between "
                              "its source and the step")
-    _session_options(parser)
+    session_options(parser)
     return run
 
 
@@ -201,13 +200,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     from ..testing.replay import replay
-    from .state import _session
 
     builder = load_object(args.logic, "LOGIC")
     transform = load_object(args.transform, "--transform") if args.transform else None
     source_options = _pairs(args.source_option, "--source-option")
     path_map = _pairs(args.map_path, "--map-path")
-    spark = _session(args, "sparkwax-replay")
+    spark = reader_session(args, "sparkwax-replay")
     recorded = recorded_step(spark, args.checkpoint, args.step_id)
     key = _names(args.key) or (_key_names(spark, recorded["key"]) if recorded.get("key")
                                else None)

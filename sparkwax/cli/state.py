@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..errors import ConfigError, SparkwaxError, short_repr
-from ..paths import local_folder
 from ..snapshot_json import json_value
+from ..tables import format_table
+from .reader import reader_session, session_options
 from .rescale import add_rescale_parser, run_rescale
 from .state_check import add_check_parser, run_check
 
@@ -30,17 +30,6 @@ if TYPE_CHECKING:
     from . import Handler
 
 _SNAPSHOT_WIDTH = 60
-# The reader's own session (when no --master): one core, one shuffle partition, a
-# fixed 1 GB driver (no machine sizing), no UI, and a JVM tuned to start fast (the
-# C1 compiler only, the serial collector): the work is a few small jobs.
-READER_CONF = {
-    "spark.default.parallelism": "1",
-    "spark.driver.memory": "1g",
-    "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR -XX:TieredStopAtLevel=1 "
-                                     "-XX:+UseSerialGC",
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.codegen.wholeStage": "false",
-}
 _CHECKPOINT_HELP = "the query's checkpoint: a path or any URI Spark can read (hdfs://, s3a://...)"
 
 
@@ -76,53 +65,9 @@ def state_command(parser: argparse.ArgumentParser) -> Handler:
                        help="clear even if a query seems to be running on it")
     rescale = add_rescale_parser(actions, _CHECKPOINT_HELP)
     for action in (show, clear, rescale):
-        _session_options(action)
-    add_check_parser(actions, _CHECKPOINT_HELP, _session_options)
+        session_options(action)
+    add_check_parser(actions, _CHECKPOINT_HELP, session_options)
     return run
-
-
-def _session_options(parser: argparse.ArgumentParser) -> None:
-    """Where the checkpoint is read from: a local Spark (any Hadoop file
-    system URI it can reach) or a Spark Connect server (its file systems)."""
-    parser.add_argument("--master", default=None,
-                        help="Spark master for the reader (default: a minimal local[1] "
-                             "session, see READER_CONF)")
-    parser.add_argument("--remote", metavar="sc://HOST:PORT",
-                        help="use a Spark Connect server instead (reads its file systems)")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting, e.g. spark.hadoop.fs.s3a.endpoint=...; "
-                             "repeatable")
-
-
-def _settings(args: argparse.Namespace) -> Dict[str, str]:
-    settings = {}
-    for item in args.conf:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ConfigError(f"--conf takes KEY=VALUE, got {item!r}")
-        settings[name.strip()] = value
-    return settings
-
-
-def _session(args: argparse.Namespace, app_name: str) -> Any:
-    """The Spark session that reads the checkpoint; a checkpoint that surely is
-    on the local disk is checked first, so a wrong path fails before a JVM starts."""
-    from ..engine.session import local_session
-
-    settings = _settings(args)
-    folder = None if args.remote else local_folder(args.checkpoint, settings, os.environ)
-    if folder is not None and not os.path.isdir(os.path.join(folder, "offsets")):  # local disk only
-        raise ConfigError(f"{args.checkpoint!r} is not a streaming checkpoint (no offsets/ "
-                          "folder)")
-    if args.remote is None and args.master is None:
-        from pyspark import SparkContext
-
-        running = SparkContext._active_spark_context
-        if running is not None:  # called from a program: its session, its settings kept
-            return local_session(running.master, app_name=app_name, conf=settings)
-        return local_session("local[1]", app_name=app_name, shuffle_partitions=1,
-                             conf={**READER_CONF, **settings})
-    return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "show":
             return _show(args)
         if args.action == "rescale":
-            return run_rescale(args, _session(args, "sparkwax-rescale"))
+            return run_rescale(args, reader_session(args, "sparkwax-rescale"))
         if args.action == "check":
-            return run_check(args, _session)
+            return run_check(args, reader_session)
         return _clear(args)
     except SparkwaxError as error:
         print(f"sparkwax state: {error}", file=sys.stderr)
@@ -142,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from ..engine.state.show import shown_state
 
-    spark = _session(args, "sparkwax-state")
+    spark = reader_session(args, "sparkwax-state")
     entries, summary, deadlines = shown_state(
         spark, args.checkpoint, operator_id=args.operator, key=args.key,
         limit=args.limit or None, as_repr=not args.json)  # decoded on the executors
@@ -188,7 +133,7 @@ def _clear(args: argparse.Namespace) -> int:
     from ..engine.checkpoint import clear, require_checkpoint, running_query_hint
     from ..engine.storage import storage_for
 
-    spark = _session(args, "sparkwax-state")
+    spark = reader_session(args, "sparkwax-state")
     require_checkpoint(storage_for(spark), args.checkpoint)
     if not args.force:
         busy = running_query_hint(spark, args.checkpoint, 120.0)
@@ -205,22 +150,6 @@ def _clear(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_table(header: List[str], rows: List[List[str]]) -> str:
-    """A plain text table.
-
-    >>> print(format_table(["key", "n"], [["a", "1"], ["bb", "22"]]))
-    key | n
-    ----+---
-    a   | 1
-    bb  | 22
-    """
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
-    line: Callable[[List[Any]], str] = lambda cells: " | ".join(
-        str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-    rule = "-+-".join("-" * w for w in widths)
-    return "\n".join([line(header), rule] + [line(r) for r in rows])
-
-
 def _cut(text: str) -> str:
     return text if len(text) <= _SNAPSHOT_WIDTH else text[:_SNAPSHOT_WIDTH - 3] + "..."
 
@@ -230,18 +159,6 @@ def _iso(moment: Optional[datetime], missing: Any = "-") -> Any:
 
 
 def print_table(header: List[str], rows: List[List[str]]) -> None:
-    """rich's table on an interactive terminal, ``format_table``'s plain text
-    otherwise (stable for scripts and pipes)."""
-    if sys.stdout.isatty():
-        try:
-            from rich.console import Console
-            from rich.table import Table
-
-            table = Table(*header, box=None, header_style="bold")
-            for row in rows:
-                table.add_row(*row)
-            Console().print(table)
-            return
-        except ImportError:
-            pass
+    """The table as ``sparkwax.tables.format_table`` draws it (the same text
+    on a terminal and in a pipe, stable for scripts)."""
     print(format_table(header, rows))

@@ -43,7 +43,7 @@ import os
 import sys
 from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
-from .shipping import cache_dir, zip_bytes
+from .zips import cache_dir, zip_bytes
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 ZIP_PREFIX = "app-modules-"

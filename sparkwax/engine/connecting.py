@@ -27,14 +27,14 @@ from pyspark.sql import types as T
 from ..builders import KeySpec, key_list
 from ..errors import ConfigError
 from ..sides import SIDE_COLUMN, Layout, Sides, side_names
-from ..step import Step, builder_name
+from ..step import Host, Step
 from ..timers import EventTime, TimeMode
 from .plan import plan_step
 
 
 def connect(*sides: DataFrame, key: KeySpec, builder: Any, output_schema: Any,
             names: Optional[Sequence[str]] = None, time: Optional[TimeMode] = None,
-            order_by: Any = None, step_id: Optional[str] = None, host: str = "per_key",
+            order_by: Any = None, step_id: Optional[str] = None, host: Host = "per_key",
             buckets: Optional[int] = None) -> DataFrame:
     """Run ``builder``'s logic over several DataFrames at once; it sees
     ``(side, value)`` items, ``side`` being the side's name (``names``,
@@ -50,7 +50,7 @@ def connect(*sides: DataFrame, key: KeySpec, builder: Any, output_schema: Any,
     keys = key_list(key)
     order = [order_by] if isinstance(order_by, str) else list(order_by or [])
     union, layout = union_of_sides(sides, names, keys, time, order)
-    step = Step.of(builder, step_id=step_id or f"connect:{builder_name(builder)}", time=time,
+    step = Step.of(builder, step_id=step_id, time=time,
                    order_by=order or None, sides=Sides(tuple(names), layout),
                    output_schema=output_schema)
     return plan_step(union, step, keys, host=host, buckets=buckets)

@@ -8,20 +8,20 @@ the driver (its state rows are buckets).
 from __future__ import annotations
 
 import time as wall_clock
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, Union
 
 import pandas as pd
 
 from .._driver import Driver, sorted_keys
 from ..errors import ConfigError
 from ..logic import Builder
-from ..step import Step
+from ..step import SchemaSpec, Step, as_step
 from ..timers import TimeMode
 from .checkpoint import active_session, is_packed, last_watermark_ms, packed_blobs, state_frame
 from .diagnose import explained, read_steps
 from .columns import plain_key
 from .outputs import OutputBuilder
-from .plan import parse_ddl, parse_schema
+from .schemas import parse_ddl, parse_schema
 from .shipping import ship_function
 from .storage import storage_for
 
@@ -73,7 +73,8 @@ def _packed_key_type(spark: Any, checkpoint: str, key_schema: Optional[str],
 
 
 
-def finish(checkpoint: str, *, builder: Builder, output_schema: Any,
+def finish(checkpoint: str, *, builder: Union[Builder, Step],
+           output_schema: Optional[SchemaSpec] = None,
            time: Optional[TimeMode] = None, batch: bool = False,
            step_id: Optional[str] = None, operator_id: int = 0,
            key_schema: Optional[str] = None, spark: Any = None, ttl: Any = None,
@@ -84,7 +85,8 @@ def finish(checkpoint: str, *, builder: Builder, output_schema: Any,
     the watermark the next micro-batch would have had (EventTime) or the wall
     clock (ProcessingTime). The checkpoint is not modified. ``spark``
     defaults to the active session. A step started with ``ttl=`` needs the
-    same ``ttl=`` here (its snapshots hold the ttl's bookkeeping).
+    same ``ttl=`` here (its snapshots hold the ttl's bookkeeping). ``builder``
+    may be the stream's ``sparkwax.Step`` (it carries the step options).
 
     >>> ends = sw.finish("/tmp/ck", builder=Session,                 # doctest: +SKIP
     ...                  output_schema="start timestamp, `end` timestamp, events long",
@@ -92,12 +94,12 @@ def finish(checkpoint: str, *, builder: Builder, output_schema: Any,
     """
     from pyspark.sql import types as T
 
-    step = Step.of(builder, step_id=step_id, kind="finish", time=time, batch=batch, ttl=ttl,
+    step = as_step(builder, step_id=step_id, time=time, batch=batch, ttl=ttl,
                    max_state_bytes=max_state_bytes, output_schema=output_schema)
     step_id = step.step_id
     spark = active_session(spark, "finish")
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
-    schema = parse_schema(frame, output_schema, step_id)
+    schema = parse_schema(frame, step.output_schema, step_id)
     driver = Driver(step)
     now_ms = driver.now_ms(lambda: last_watermark_ms(spark, checkpoint),
                            lambda: int(wall_clock.time() * 1000))

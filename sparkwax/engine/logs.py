@@ -25,7 +25,7 @@ import os
 from typing import Mapping, Optional
 
 from ..errors import ConfigError
-from .shipping import cache_dir
+from .zips import cache_dir
 
 ENV_KEY = "SPARKWAX_SPARK_LOG_LEVEL"
 DEFAULT = "WARN"

@@ -1,9 +1,10 @@
 """``stateful(df, ...)``: attach a logic to a DataFrame.
 
 Streaming DataFrames run through ``groupBy(key).applyInPandasWithState``;
-bounded ones through ``groupBy(key).applyInPandas`` (DESIGN.md section 3,
-"Bounded"). Every timestamp value column travels as epoch microseconds so
-values reach the logic as aware UTC datetimes whatever the session time zone.
+bounded ones through ``groupBy(key).applyInPandas`` (docs/semantics.md,
+"Bounded (batch) input"; its "Architecture" places the engine). Every
+timestamp value column travels as epoch microseconds so values reach the
+logic as aware UTC datetimes whatever the session time zone.
 """
 
 from __future__ import annotations
@@ -19,23 +20,23 @@ from .._driver import Driver
 from ..errors import ConfigError
 from ..logic import Builder
 from ..metrics import FIELDS, INPUT_SUFFIX, PREFIX
-from ..step import Step
+from ..step import HOSTS, Host, SchemaSpec, Step, as_step
 from ..timers import EventTime, TimeMode
 from .columns import INTEGER, NESTED, NULL_MICROS, OTHER, TIMESTAMP, InputLayout
 from .host import NO_TIMEOUT, BoundedHost, StreamingHost
 from .outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from .packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from .prepack import PAYLOAD, pack_rows
+from .schemas import parse_schema
 from .session import max_snapshot_bytes, packed_unpacker
 from .shipping import ship_function
 from . import two_clocks as two_clock_hosts
 from .start import STEP_METADATA
-from .storage import is_connect
 
 if TYPE_CHECKING:
     import pandas as pd
 
-Host = Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
+HostFunction = Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
 """What runs a step's groups: bounded or streaming, per key or packed."""
 
 STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
@@ -47,19 +48,21 @@ _EVENT_US = "__sw_event_us"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
-HOSTS = ("per_key", "packed")
 PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False),
                                     T.StructField("buckets", T.LongType(), False)])
 
 
-def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Builder,
-             output_schema: Union[str, T.StructType], time: Optional[TimeMode] = None,
+def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Union[Builder, Step],
+             output_schema: Optional[SchemaSpec] = None, time: Optional[TimeMode] = None,
              order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
-             step_id: Optional[str] = None, host: str = "per_key",
+             step_id: Optional[str] = None, host: Host = "per_key",
              buckets: Optional[int] = None, ttl: Any = None,
              max_state_bytes: Optional[int] = None) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
+    ``builder`` may be a ``sparkwax.Step`` (the one a test ran offline with
+    ``run(step, ...)``): it carries the step options, so give only ``key``,
+    ``host`` and ``buckets``.
     Output rows are the key columns followed by ``output_schema``. See the
     user guide for time modes, ordering and schemas. ``host="packed"`` runs
     many keys per Spark group (``buckets`` of them, default 4 x shuffle
@@ -67,25 +70,27 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Builder,
     (a duration or ``sparkwax.operators.Ttl``) expires idle keys and
     ``max_state_bytes`` caps a key's stored state; see docs/operators.md.
     """
-    step = Step.of(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
                    ttl=ttl, max_state_bytes=max_state_bytes, output_schema=output_schema)
     return plan_step(df, step, key, host=host, buckets=buckets)
 
 
-def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Builder,
-                   output_schema: Union[str, T.StructType], time: Optional[TimeMode] = None,
+def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
+                   builder: Union[Builder, Step], output_schema: Optional[SchemaSpec] = None,
+                   time: Optional[TimeMode] = None,
                    order_by: Union[None, str, Sequence[str]] = None,
                    value: Optional[str] = None, step_id: Optional[str] = None,
-                   host: str = "per_key", buckets: Optional[int] = None,
+                   host: Host = "per_key", buckets: Optional[int] = None,
                    max_state_bytes: Optional[int] = None) -> DataFrame:
-    """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per activation)."""
-    step = Step.of(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+    """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per
+    activation); a Step given as ``builder`` must have ``batch=True``."""
+    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
                    batch=True, max_state_bytes=max_state_bytes, output_schema=output_schema)
     return plan_step(df, step, key, host=host, buckets=buckets)
 
 
 def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
-              host: str = "per_key", buckets: Optional[int] = None) -> DataFrame:
+              host: Host = "per_key", buckets: Optional[int] = None) -> DataFrame:
     """``step`` over ``df`` grouped by ``key``, on ``host`` (every Spark entry
     point ends here): the DataFrame checks, then the host's plan."""
     step_id, time, order_by, value = step.step_id, step.time, step.order_by, step.value
@@ -157,7 +162,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     if two_clocks:
         timeout = two_clock_hosts.TIMEOUT
         state_format += " two-clock"
-    function: Host
+    function: HostFunction
     if host == "packed":
         assert buckets is not None  # _bucket_count set it above
         bucket = F.pmod(F.xxhash64(*grouped_on), F.lit(buckets)).alias(BUCKET_COLUMN)
@@ -320,7 +325,7 @@ def described(schema: T.StructType, description: Dict[str, Any]) -> T.StructType
                          for f in schema.fields])
 
 
-def _as_function(host: Host, spark: Any) -> Callable[..., Any]:
+def _as_function(host: HostFunction, spark: Any) -> Callable[..., Any]:
     """PySpark inspects the function's signature: hand it a plain function,
     with sparkwax shipped to ``spark``'s workers."""
     if isinstance(host, (BoundedHost, PackedBoundedHost)):
@@ -378,30 +383,6 @@ def _holds_array(data_type: T.DataType) -> bool:
     if isinstance(data_type, T.MapType):
         return _holds_array(data_type.keyType) or _holds_array(data_type.valueType)
     return False
-
-
-def parse_schema(df: Any, schema: Any, step_id: str) -> T.StructType:
-    if isinstance(schema, T.StructType):
-        return schema
-    if isinstance(schema, str):
-        try:
-            parsed = parse_ddl(df.sparkSession, schema)
-        except Exception as error:
-            raise ConfigError(f"step {step_id!r}: cannot parse output_schema {schema!r}: "
-                              f"{error}") from None
-        if isinstance(parsed, T.StructType):
-            return parsed
-    raise ConfigError(f"step {step_id!r}: output_schema must be a DDL string or a StructType, "
-                      f"got {schema!r}")
-
-
-def parse_ddl(spark: Any, ddl: str) -> T.DataType:
-    """``"a long, b string"`` as a StructType, parsed by ``spark`` (a Spark
-    Connect client has no local parser: the server parses it)."""
-    if is_connect(spark):
-        parsed: T.DataType = spark.createDataFrame([], ddl).schema
-        return parsed
-    return T.StructType.fromDDL(ddl)
 
 
 def _require_columns(step_id: str, role: str, names: Sequence[str],

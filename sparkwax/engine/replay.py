@@ -29,6 +29,7 @@ from ..batchlog import (OffsetEntry, PlannedBatch, file_offset, log_number, norm
                         planned_offsets, require_file_source, sink_units, source_files)
 from ..errors import ConfigError
 from ..timers import EPOCH
+from .schemas import parse_ddl
 from .storage import is_connect, join_path, storage_for
 
 FILE_COLUMN = "__sw_file"
@@ -234,8 +235,6 @@ def _value(value: Any, data_type: Any, top: bool = False) -> Any:
 
 def output_type(spark: Any, output_schema: Any) -> T.StructType:
     """The step's output schema as a StructType."""
-    from .plan import parse_ddl  # not at the top: start.py imports this module
-
     if isinstance(output_schema, T.StructType):
         return output_schema
     if isinstance(output_schema, str):

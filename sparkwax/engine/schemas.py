@@ -1,4 +1,6 @@
-"""Output schemas derived from an input DataFrame, and ``split_late``.
+"""Output schemas: parsed (``parse_schema``, ``parse_ddl``: every Spark entry
+point reads a step's ``output_schema`` here), derived from an input
+DataFrame, and ``split_late``.
 
 Operators that emit input values (``deduplicate``, ``throttle``, late window
 values, ``collect``...) need the input's columns in their ``output_schema``:
@@ -9,13 +11,16 @@ values, ``collect``...) need the input's columns in their ``output_schema``:
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Any, List, Tuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..builders import KeySpec, key_list
+from ..errors import ConfigError
+from .storage import is_connect
+
 
 def ddl(data_type: T.DataType) -> str:
     """A Spark data type as DDL, field names quoted (nested types included)."""
@@ -27,6 +32,31 @@ def ddl(data_type: T.DataType) -> str:
     if isinstance(data_type, T.MapType):
         return f"map<{ddl(data_type.keyType)}, {ddl(data_type.valueType)}>"
     return data_type.simpleString()
+
+
+def parse_schema(df: Any, schema: Any, step_id: str) -> T.StructType:
+    """A step's ``output_schema`` (DDL or a StructType) as a StructType."""
+    if isinstance(schema, T.StructType):
+        return schema
+    if isinstance(schema, str):
+        try:
+            parsed = parse_ddl(df.sparkSession, schema)
+        except Exception as error:
+            raise ConfigError(f"step {step_id!r}: cannot parse output_schema {schema!r}: "
+                              f"{error}") from None
+        if isinstance(parsed, T.StructType):
+            return parsed
+    raise ConfigError(f"step {step_id!r}: output_schema must be a DDL string or a StructType, "
+                      f"got {schema!r}")
+
+
+def parse_ddl(spark: Any, text: str) -> T.DataType:
+    """``"a long, b string"`` as a StructType, parsed by ``spark`` (a Spark
+    Connect client has no local parser: the server parses it)."""
+    if is_connect(spark):
+        parsed: T.DataType = spark.createDataFrame([], text).schema
+        return parsed
+    return T.StructType.fromDDL(text)
 
 
 def value_columns(df: DataFrame, key: KeySpec) -> List[T.StructField]:

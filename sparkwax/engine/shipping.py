@@ -35,6 +35,12 @@ or you pass the zip yourself). Over Spark Connect ``auto`` ships: the
 server's Python workers are not this interpreter, whatever its master. A zip already in ``--py-files`` (what
 ``sparkwax submit`` does) is not shipped twice.
 
+The zip's files come from one ``os.walk`` over the package folder
+(``package_files``): ``zipfile.PyZipFile.writepy`` would store bytecode
+(no sources in tracebacks, bytes that depend on the interpreter, no
+``py.typed``), and ``pkgutil``/``importlib.resources`` do not list a
+package's files with subpackages left out (docs/deploy.md).
+
 ``python -m sparkwax.engine.shipping`` prints the zip's path, for plain
 ``spark-submit --py-files``. This module imports pyspark only inside
 ``ensure_shipped`` and ``pickle_unshipped_by_value``.
@@ -42,8 +48,8 @@ server's Python workers are not this interpreter, whatever its master. A zip alr
 
 from __future__ import annotations
 
+import ast
 import hashlib
-import io
 import logging
 import os
 import sys
@@ -52,14 +58,14 @@ import zipfile
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ConfigError
+from .app_modules import ship_app_modules
+from .zips import cache_dir, zip_bytes
 
 CONF_KEY = "spark.sparkwax.ship"
 ENV_KEY = "SPARKWAX_SHIP"
-CACHE_ENV_KEY = "SPARKWAX_SHIP_DIR"
 _ALWAYS = {"true", "always", "force", "yes", "on", "1"}
 _NEVER = {"false", "never", "no", "off", "0"}
 _AUTO = {"auto", ""}
-_EPOCH = (1980, 1, 1, 0, 0, 0)  # zip timestamps: fixed, so equal sources give equal bytes
 _SKIPPED_DIRS = {"__pycache__"}
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 UNSHIPPED = ("cli", "testing")  # subpackages left out of the zip: executors need neither
@@ -95,27 +101,6 @@ def package_files(directory: str) -> List[Tuple[str, str]]:
             path = os.path.join(folder, name)
             found.append((path, os.path.relpath(path, root).replace(os.sep, "/")))
     return sorted(found, key=lambda item: item[1])
-
-
-def zip_bytes(files: Iterable[Tuple[str, str]]) -> bytes:
-    """A deterministic zip of ``files`` (same contents, same bytes)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path, name in files:
-            info = zipfile.ZipInfo(name, date_time=_EPOCH)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            with open(path, "rb") as handle:
-                archive.writestr(info, handle.read())
-    return buffer.getvalue()
-
-
-def cache_dir() -> str:
-    """Where zips are kept: ``$SPARKWAX_SHIP_DIR`` or a per-user temp folder."""
-    folder = os.environ.get(CACHE_ENV_KEY) or os.path.join(
-        tempfile.gettempdir(), f"sparkwax-ship-{_user()}")
-    os.makedirs(folder, exist_ok=True)
-    return folder
 
 
 def build_zip(directory: Optional[str] = None, *, target_dir: Optional[str] = None) -> str:
@@ -264,8 +249,6 @@ def ship_function(spark: Any, function: Callable[..., Any]) -> Callable[..., Any
     session, also the main script's own modules (``app_modules``)."""
     path = ensure_shipped(spark)
     if getattr(spark, "_sc", None) is not None:
-        from .app_modules import ship_app_modules
-
         ship_app_modules(spark)  # the main script's own modules, for plain python/spark-submit
     if path is None or getattr(spark, "_sc", None) is not None:
         return function
@@ -317,19 +300,16 @@ def _imported_from_zip() -> Optional[str]:
 
 
 def _version(directory: str) -> str:
-    """``__version__`` from the package's ``__init__.py`` without importing it."""
+    """The package's ``__version__`` (the one version source: setup.cfg reads
+    it too, ``version = attr: sparkwax.__version__``), read from its
+    ``__init__.py`` without importing it, as setuptools reads it."""
     with open(os.path.join(directory, "__init__.py"), encoding="utf-8") as handle:
-        for line in handle:
-            if line.startswith("__version__"):
-                return line.split("=", 1)[1].strip().strip("\"'")
+        tree = ast.parse(handle.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
+            return str(ast.literal_eval(node.value))
     return "0"
-
-
-def _user() -> str:
-    try:
-        return str(os.getuid())
-    except AttributeError:  # Windows
-        return os.environ.get("USERNAME", "user")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -347,9 +327,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-__all__ = ["CONF_KEY", "ENV_KEY", "UNSHIPPED", "build_zip", "cache_dir", "ensure_shipped",
+__all__ = ["CONF_KEY", "ENV_KEY", "UNSHIPPED", "build_zip", "ensure_shipped",
            "is_local_master", "package_files", "parse_setting", "pickle_unshipped_by_value",
-           "ship_decision", "ship_function", "zip_bytes"]
+           "ship_decision", "ship_function"]
 
 
 if __name__ == "__main__":

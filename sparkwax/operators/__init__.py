@@ -14,27 +14,28 @@ the DataFrame-level ``sparkwax.join`` and ``sparkwax.connect``), ``windows`` (a
 subpackage: windowers, the window operators, their output), ``recipes``
 (deduplicate, throttle, session),
 ``sequence`` (pattern detection), ``many_timers`` (``Timers``: several
-timers per key), ``ttl`` and ``limits`` (idle expiry, state size caps, from
-the core, where a step's ``ttl=``/``max_state_bytes=`` live), ``rules``
-(broadcast state). Operators never import the engine or pyspark: the
+timers per key), ``rules`` (broadcast state). ``with_ttl``/``Ttl``,
+``with_state_limit``/``StateTooLarge`` and ``Tagged``/``tag`` are the core's
+(``sparkwax.expiry``, ``sparkwax.limits``, ``sparkwax.sides``: a step's
+``ttl=``, ``max_state_bytes=`` and sides are step semantics), named here too. Operators never import the engine or pyspark: the
 DataFrame-level functions are ``sparkwax.connect``, ``sparkwax.join``,
 ``sparkwax.split_late``, ``sparkwax.value_fields`` and ``sparkwax.value_struct``.
 """
 
+from ..expiry import Ttl, with_ttl
+from ..limits import StateTooLarge, with_state_limit
+from ..sides import Tagged, tag
 from ._base import OperatorBuilder
 from .basic import stateful_filter, stateful_flat_map, stateful_map
 from .collecting import collect
 from .final import count_final, fold_final, max_final, min_final, reduce_final
 from .joins import joiner
-from .limits import StateTooLarge, with_state_limit
 from .many_timers import Timers
 from .max_wait import with_max_wait
 from .recipes import Throttled, deduplicate, session, throttle
 from .rules import Rules, rules_from, with_rules
 from .running import fold, reduce
 from .sequence import sequence
-from .tagged import Tagged, tag
-from .ttl import Ttl, with_ttl
 from .windows import (LATE_SESSION_ID, SessionWindower, SlidingWindower, TumblingWindower,
                       WindowOut, collect_window, count_window, fold_window, join_window,
                       max_window, mean_window, min_window, reduce_window,

@@ -39,7 +39,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from .._driver import sorted_keys
 from ..batchlog import batch_label
 from ..errors import ConfigError, LogicError, short_repr
-from ..step import Step
+from ..step import Step, as_step
+from ..tables import format_table
 from ..timers import EventTime, from_epoch_ms
 from .runner import RunResult, Runner
 
@@ -135,7 +136,7 @@ class ReplayResult:
         return self.report()
 
 
-def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
+def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any = None,
            source_format: str, source_schema: Any = None,
            source_options: Optional[Mapping[str, str]] = None, sink: Optional[str] = None,
            sink_format: str = "parquet", sink_options: Optional[Mapping[str, str]] = None,
@@ -149,7 +150,8 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
 
     ``builder`` and the step options (``key``, ``output_schema``, ``time``,
     ``order_by``, ``value``, ``step_id``, ``batch``, ``ttl``,
-    ``max_state_bytes``) are the ones the query's ``sw.stateful`` got.
+    ``max_state_bytes``) are the ones the query's ``sw.stateful`` got (or
+    ``builder`` is the query's ``sparkwax.Step``, and ``key`` the only one).
     ``source_format``/``source_schema``/``source_options``: how the query's
     ``readStream`` read its files (``transform``: a ``DataFrame -> DataFrame``
     function for what the query did between the source and the step).
@@ -167,13 +169,13 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
     from ..engine.replay import output_type, read_inputs, read_plan, read_sink
 
     spark = active_session(spark, "replay")
-    step = Step.of(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
                    batch=batch, ttl=ttl, max_state_bytes=max_state_bytes,
                    output_schema=output_schema)
     keys = [key] if isinstance(key, str) else list(key)
     if not keys:
         raise ConfigError("replay: key must name at least one column")
-    fields = [(f["name"], f["type"]) for f in output_type(spark, output_schema).jsonValue()[
+    fields = [(f["name"], f["type"]) for f in output_type(spark, step.output_schema).jsonValue()[
         "fields"]]
     plan = read_plan(spark, checkpoint)
     pending = [b.batch_id for b in plan.batches if not b.committed]
@@ -184,7 +186,7 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any,
     for planned in plan.batches:
         found = inputs.get(planned.batch_id)
         items = [] if found is None else \
-            items_of(found.columns, found.rows, keys, value, step.step_id)
+            items_of(found.columns, found.rows, keys, step.value, step.step_id)
         scripted.append((planned, items, len(planned.files)))
     units = None
     if sink is not None:
@@ -400,7 +402,7 @@ def format_report(result: ReplayResult, *, width: int = 100) -> str:
                            f"{len(comparison.differences)} key(s){together}")
         rows.append([str(b.batch_id), str(b.files), str(b.rows), str(b.keys), watermark,
                      outputs])
-    lines = [_table(header, rows)]
+    lines = [format_table(header, rows)]
     for batch_id in result.pending:
         lines.append(f"batch {batch_id}: planned but not committed (Spark runs it again "
                      "at the next start)")
@@ -447,14 +449,6 @@ def _rows(rows: List[Tuple[Any, ...]], width: int) -> str:
     text = ", ".join(short_repr(r) for r in rows[:5])
     more = f" ... ({len(rows)} rows)" if len(rows) > 5 else ""
     return (text[:width] + "..." if len(text) > width else text) + more
-
-
-def _table(header: List[str], rows: List[List[str]]) -> str:
-    widths = [max(len(c) for c in column) for column in zip(header, *rows)]
-    line: Callable[[List[str]], str] = lambda cells: " | ".join(
-        c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return "\n".join([line(header), "-+-".join("-" * w for w in widths)]
-                     + [line(r) for r in rows])
 
 
 __all__ = ["BatchReplay", "Comparison", "KeyDifference", "ReplayResult", "compare_unit",

@@ -28,7 +28,7 @@ from ..logic import Builder, overrides_notify_at
 from ..metrics import StepMetrics
 from ..recovery import encode
 from ..schema import OutputSchema
-from ..step import Step
+from ..step import Step, as_step
 from ..timers import (Deadlines, EventTime, TimeMode, Watermark, from_epoch_ms,
                       require_aware, timeout_fired, to_epoch_ms)
 from ..young_gc import fewer_collections
@@ -59,6 +59,7 @@ class RunResult:
     lost_state: List[str] = field(default_factory=list)          # LostStateWarning messages
     metrics: StepMetrics = field(default_factory=StepMetrics)    # counts of the whole run
     batch_metrics: List[StepMetrics] = field(default_factory=list)  # one per micro-batch
+    step_id: str = ""  # the step the metrics are of (its name in errors and on Spark)
 
     @property
     def by_key(self) -> Dict[Any, List[Any]]:
@@ -100,7 +101,7 @@ class Runner:
     """
 
     def __init__(self, builder: Union[Builder, Step], *, time: Optional[TimeMode] = None,
-                 batch: bool = False, order_by: Any = None, step_id: str = "stateful",
+                 batch: bool = False, order_by: Any = None, step_id: Optional[str] = None,
                  restore: str = "always", ttl: Any = None,
                  max_state_bytes: Optional[int] = None,
                  sides: Optional[Sequence[Any]] = None, output_schema: Any = None,
@@ -129,7 +130,7 @@ class Runner:
         self.timeouts: Dict[Any, int] = {}       # key -> what Spark would have armed
         self.deadlines: Dict[Any, int] = {}      # key -> next processing_notify_at (ms)
         self.processing_ms = 0          # EventTime mode: the processing clock
-        self.result = RunResult()
+        self.result = RunResult(step_id=step.step_id)
         self._pending_tick = False
         self.no_data_batches = no_data_batches  # False: the script lists every batch (replay)
         self.ended = False              # Eof() ran: the run is over
@@ -419,7 +420,7 @@ def _runs(ordered: List[Tuple[Any, Any]]) -> Iterator[Tuple[Any, List[Any]]]:
 
 def run(builder: Union[Builder, Step], script: Sequence[ScriptStep], *,
         time: Optional[TimeMode] = None, batch: bool = False, order_by: Any = None,
-        step_id: str = "stateful", restore: str = "always", ttl: Any = None,
+        step_id: Optional[str] = None, restore: str = "always", ttl: Any = None,
         max_state_bytes: Optional[int] = None, sides: Optional[Sequence[Any]] = None,
         output_schema: Any = None) -> RunResult:
     """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic.
@@ -432,7 +433,7 @@ def run(builder: Union[Builder, Step], script: Sequence[ScriptStep], *,
 
 def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]], *,
                 time: Optional[TimeMode] = None, batch: bool = False, order_by: Any = None,
-                step_id: str = "stateful", ttl: Any = None,
+                step_id: Optional[str] = None, ttl: Any = None,
                 max_state_bytes: Optional[int] = None,
                 sides: Optional[Sequence[Any]] = None, output_schema: Any = None) -> RunResult:
     """What the Spark engine does with a bounded (batch) DataFrame: each key's
@@ -447,7 +448,7 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
     groups: Dict[Any, List[Any]] = {}
     for key, value in items:
         groups.setdefault(key, []).append(value)
-    result = RunResult()
+    result = RunResult(step_id=step.step_id)
     for key in sorted_keys(list(groups)):
         values = groups[key]
         times, order = driver.read_columns(key, values)
@@ -468,13 +469,8 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
 
 def offline_step(builder: Union[Builder, Step], **options: Any) -> Step:
     """The Step of an offline run: ``builder`` itself if it is one (with no
-    options besides the defaults), else built from the options."""
-    if isinstance(builder, Step):
-        given = {k: v for k, v in options.items() if v not in (None, False, "stateful")}
-        if given:
-            raise ConfigError(f"run on a Step takes no step options; got {sorted(given)}")
-        return builder
-    return Step.of(builder, **options)
+    step options), else built from the options (``sparkwax.step.as_step``)."""
+    return as_step(builder, **options)
 
 
 def output_checker(step: Step) -> Optional[OutputSchema]:

@@ -27,14 +27,15 @@ import json
 import os
 import tempfile
 import uuid
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple, Union
 
 from ..engine.plan import stateful, stateful_batch
 from ..engine.storage import join_path
 from ..errors import ConfigError
 from ..logic import Builder
-from ..metrics import StepMetrics, by_batch
+from ..metrics import StepMetrics, by_batch, steps_in
 from ..rebuild import task_errors
+from ..step import Host, Step
 from ..timers import TimeMode
 from .runner import RunResult
 from .script import Batch, Crash, Eof, ScriptStep, Tick
@@ -43,16 +44,18 @@ _BASE_MTIME = 1_600_000_000
 _BATCH, _POSITION = "__sw_batch", "__sw_position"
 
 
-def run_script_on_spark(spark: Any, builder: Builder, script: Sequence[ScriptStep], *,
-                        input_schema: str, output_schema: str, key: str = "key",
-                        time: Optional[TimeMode] = None, order_by: Any = None,
+def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Sequence[ScriptStep],
+                        *, input_schema: str, output_schema: Optional[str] = None,
+                        key: str = "key", time: Optional[TimeMode] = None, order_by: Any = None,
                         value: Optional[str] = None, batch: bool = False,
                         step_id: Optional[str] = None, workdir: Optional[str] = None,
                         uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
-                        host: str = "per_key", buckets: Optional[int] = None,
+                        host: Host = "per_key", buckets: Optional[int] = None,
                         **step_options: Any) -> RunResult:
     """Outputs (with ``Row`` values turned into tuples) of the script on Spark.
-    ``step_options`` (``ttl``, ``max_state_bytes``) go to ``stateful``."""
+    ``step_options`` (``ttl``, ``max_state_bytes``) go to ``stateful``.
+    ``builder`` may be a ``sparkwax.Step`` (then no step options: the Step
+    carries them)."""
     workdir = workdir or tempfile.mkdtemp(prefix="sparkwax-script-")
     uri = uri or workdir
     source = os.path.join(workdir, "input")
@@ -65,9 +68,11 @@ def run_script_on_spark(spark: Any, builder: Builder, script: Sequence[ScriptSte
         stream = spark.readStream.schema(input_schema).option("maxFilesPerTrigger", 1) \
             .json(join_path(uri, "input"))
         attach = stateful_batch if batch else stateful
-        out = attach(stream, key=key, builder=builder, output_schema=output_schema, time=time,
-                     order_by=order_by, value=value, step_id=step_id, host=host,
-                     buckets=buckets, **step_options)
+        options = dict(output_schema=output_schema, time=time, order_by=order_by, value=value,
+                       step_id=step_id, **step_options)
+        if isinstance(builder, Step):  # it carries them: only those given are passed (refused)
+            options = {name: given for name, given in options.items() if given is not None}
+        out = attach(stream, key=key, builder=builder, host=host, buckets=buckets, **options)
         writer = out.writeStream.foreachBatch(_appender(sink)) \
             .option("checkpointLocation", checkpoint)
         if trigger:
@@ -76,6 +81,7 @@ def run_script_on_spark(spark: Any, builder: Builder, script: Sequence[ScriptSte
 
     query = start()
     batches: Dict[int, StepMetrics] = {}
+    named: Set[str] = set()  # the step ids in Spark's progress (sparkwax:<step id>)
     try:
         for step in script:
             if isinstance(step, Batch):
@@ -88,6 +94,7 @@ def run_script_on_spark(spark: Any, builder: Builder, script: Sequence[ScriptSte
                 with task_errors():  # a sparkwax error from a task as itself
                     query.processAllAvailable()
                 batches.update(by_batch(query.recentProgress))
+                named.update(s for p in query.recentProgress for s in steps_in(p))
                 query.stop()
                 query = start()
             elif isinstance(step, (Tick, Eof)):
@@ -95,11 +102,13 @@ def run_script_on_spark(spark: Any, builder: Builder, script: Sequence[ScriptSte
         with task_errors():
             query.processAllAvailable()
         batches.update(by_batch(query.recentProgress))
+        named.update(s for p in query.recentProgress for s in steps_in(p))
     finally:
         query.stop()
     result = _collected(spark, sink)
     result.batch_metrics = [batches[number] for number in sorted(batches)]
     result.metrics = sum(result.batch_metrics, StepMetrics())
+    result.step_id = ", ".join(sorted(named))  # as Spark's progress names the step
     return result
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from sparkwax.cli import submit
-from sparkwax.engine.shipping import CACHE_ENV_KEY
+from sparkwax.engine.zips import CACHE_ENV_KEY
 
 from test_submit import offline_bursts, parquet_bursts, write_payments  # same folder
 

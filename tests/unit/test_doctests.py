@@ -17,7 +17,7 @@ MODULES = [
     "sparkwax.metrics", "sparkwax.cli.demo.hosts", "sparkwax.step", "sparkwax.sides",
     "sparkwax.builders", "sparkwax.expiry", "sparkwax.limits", "sparkwax.batchlog",
     "sparkwax.testing.replay", "sparkwax.cli.replay", "sparkwax.engine.replay", "sparkwax.schema",
-    "sparkwax.young_gc",
+    "sparkwax.young_gc", "sparkwax.tables",
 ]
 
 

@@ -20,8 +20,8 @@
 
 ``from sparkwax import stateful`` counts as an engine import (the names
 ``sparkwax.__getattr__`` loads from the engine); ``import sparkwax`` as a core
-one (``sw.stateful`` through it is not seen). DESIGN.md section 2 draws the
-layers; ``KNOWN`` lists the accepted exceptions, each with its reason.
+one (``sw.stateful`` through it is not seen). docs/semantics.md "Architecture"
+draws the layers; ``KNOWN`` lists the accepted exceptions, each with its reason.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ KNOWN = {
 class Import(NamedTuple):
     module: str     # importing file, relative to sparkwax/ ("engine/plan.py")
     line: int
-    target: str     # what it imports, relative to sparkwax/ ("operators.limits"),
+    target: str     # what it imports, relative to sparkwax/ ("operators.final"),
     #                 "" for the package itself, or a third-party name ("pyspark.sql")
     internal: bool  # a sparkwax module
     lazy: bool      # inside a function or a TYPE_CHECKING block
@@ -96,7 +96,7 @@ def layer_of(relative: str) -> str:
         return ROOT_MODULE_LAYERS[parts[0]]
     if (PACKAGE / parts[0]).is_dir():
         raise AssertionError(f"sparkwax/{parts[0]}/ has no layer: add it to SUBPACKAGE_LAYERS "
-                             "(and to DESIGN.md section 2)")
+                             "(and to docs/semantics.md \"Architecture\")")
     return "core"
 
 
@@ -271,7 +271,7 @@ def test_known_violations_still_exist():
     ("operators/basic.py", "from .. import stateful\n", "imports stateful (engine)"),
     ("operators/basic.py", "from sparkwax import stateful_batch\n", "(engine)"),
     ("operators/basic.py", "from pyspark.sql import functions as F\n", "imports pyspark.sql"),
-    ("operators/ttl.py", "from ..testing import run\n", "imports testing (testing)"),
+    ("operators/recipes.py", "from ..testing import run\n", "imports testing (testing)"),
     ("testing/runner.py", "from ..engine.plan import stateful\n", "(engine)"),
     ("testing/runner.py", "from ..cli.demo import clickstream\n", "(cli)"),
     ("testing/runner.py", "from pyspark.sql import Row\n", "(third-party)"),
@@ -295,7 +295,7 @@ def test_the_checker_finds_a_violation(module, source, expected):
     ("logic.py", "from .errors import LogicError\nimport datetime, cloudpickle\n"),
     ("engine/plan.py", "from ..timers import EventTime\nfrom . import storage\nimport pyspark\n"),
     ("operators/basic.py", "from ._base import Base\nfrom ..logic import RETAIN\n"),
-    ("testing/runner.py", "from ..operators.limits import Limits\nimport hypothesis\n"),
+    ("testing/runner.py", "from ..operators.final import count_final\nimport hypothesis\n"),
     ("frames.py", "from .engine.connecting import connect\nfrom .operators.joins import j\n"),
     ("testing/spark.py", "from ..engine.plan import stateful\nfrom pyspark.sql import Row\n"),
     ("cli/demo/app.py", "from ...engine.progress import Follower\nfrom ... import testing\n"),
@@ -314,3 +314,106 @@ def test_relative_imports_resolve_from_the_importing_package():
                                         "cli"]
     found = imports_of(PACKAGE / "engine/__init__.py", "from .plan import stateful\n")
     assert [i.target for i in found] == ["engine.plan"]
+
+
+# Import cycles. Two graphs over sparkwax's modules: the module-level imports
+# (what runs when a module is imported), and those plus the imports inside
+# functions and ``TYPE_CHECKING`` blocks. Neither may hold a cycle. In the
+# second graph only, a module's import of its own ancestor package is not an
+# edge: Python initialises a package before any of its modules, so such an
+# import (``import sparkwax`` in engine/shipping.py to find the package's
+# folder, ``sparkwax.__getattr__`` loading the engine lazily) reads a finished
+# package; at module level it would still be a cycle, and is checked there.
+
+def module_name(relative: str) -> str:
+    """``"engine/plan.py"`` -> ``"engine.plan"``; a package's ``__init__`` is the
+    package (``""`` for sparkwax itself)."""
+    dotted = relative[:-len(".py")].replace("/", ".")
+    return "" if dotted == "__init__" else dotted.removesuffix(".__init__")
+
+
+def import_graph(function_level: bool,
+                 sources: Optional[Dict[str, str]] = None) -> Dict[str, Set[str]]:
+    """``{module: the sparkwax modules it imports}``; ``sources`` replaces
+    some files' text (``{"engine/plan.py": "..."}``), for the checker's tests."""
+    sources = sources or {}
+    names = {module_name(_relative(p)) for p in modules()}
+    graph: Dict[str, Set[str]] = {}
+    for path in modules():
+        module = module_name(_relative(path))
+        edges = graph.setdefault(module, set())
+        for found in imports_of(path, sources.get(_relative(path))):
+            if not found.internal or (found.lazy and not function_level):
+                continue
+            target = found.target
+            while target not in names:  # a name inside a module: the module
+                target = target.rpartition(".")[0]
+            ancestor = target == "" or module.startswith(target + ".")
+            if function_level and ancestor and target != module:
+                continue
+            edges.add(target)
+    return graph
+
+
+def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """Every cycle's modules (the strongly connected components of more than
+    one module, or of one that imports itself), each sorted."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    found: List[List[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("function_level", [False, True], ids=["module_level", "function_level"])
+def test_no_import_cycle(function_level):
+    assert cycles(import_graph(function_level)) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"a"}, "b": set()}) == [["a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    # engine: plan -> start -> replay; a replay importing plan inside a function closes it
+    lazy = {"engine/replay.py": (PACKAGE / "engine/replay.py").read_text()
+            + "\n\ndef f():\n    from .plan import plan_step\n"}
+    assert cycles(import_graph(False, lazy)) == []
+    assert ["engine.plan", "engine.replay", "engine.start"] in [
+        [m for m in c if m in ("engine.plan", "engine.replay", "engine.start")]
+        for c in cycles(import_graph(True, lazy))]
+    eager = {"engine/zips.py": "from .shipping import build_zip\n"}  # shipping -> zips
+    assert cycles(import_graph(False, eager)) == [
+        ["engine.app_modules", "engine.shipping", "engine.zips"]]
+
+
+def test_an_import_of_its_own_package_is_a_cycle_at_module_level_only():
+    sources = {"engine/zips.py": "from . import stateful\n"}  # engine/__init__ -> ... -> zips
+    assert any("engine" in c and "engine.zips" in c for c in cycles(import_graph(False, sources)))
+    lazy = {"engine/zips.py": "def f():\n    from . import stateful\n    import sparkwax\n"}
+    assert cycles(import_graph(True, lazy)) == []

@@ -1,5 +1,5 @@
 """``import sparkwax`` and ``sparkwax.testing`` work without pyspark or hypothesis,
-and never import pyspark themselves (DESIGN.md section 3, layout rules)."""
+and never import pyspark themselves (docs/semantics.md "Architecture": the layers and what each may import)."""
 
 from __future__ import annotations
 

@@ -37,6 +37,7 @@ from ...metrics import StepMetrics, by_batch
 from ...paths import join_path, scheme_of
 from ...timers import EPOCH, EventTime, duration_ms
 from . import clickstream
+from ...step import Host
 from .hosts import demo_hosts
 from .logics import ALERT_SCHEMA, SESSION_SCHEMA, CardFraud, UserSession
 from .options import (AVAILABLE_NOW, DEFAULT_OUTPUT, DemoOptions, add_arguments,
@@ -249,7 +250,7 @@ def _event_span(events: Sequence[Dict[str, Any]]) -> Tuple[datetime, datetime]:
 
 
 def _start_queries(spark: Any, paths: Dict[str, str], checkpoint: str, trigger: Dict[str, Any],
-                   fmt: str, hosts: Dict[str, str]) -> Dict[str, Any]:
+                   fmt: str, hosts: Dict[str, Host]) -> Dict[str, Any]:
     from pyspark.sql import functions as F
 
     import sparkwax
@@ -284,7 +285,7 @@ def _start_queries(spark: Any, paths: Dict[str, str], checkpoint: str, trigger: 
 
 
 def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer,
-            hosts: Dict[str, str]) -> None:
+            hosts: Dict[str, Host]) -> None:
     """Print progress until the queries have consumed the input."""
     from ...engine.progress import Follower
 

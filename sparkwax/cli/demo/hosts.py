@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Sequence
 
+from ...step import HOSTS as STEP_HOSTS, Host
+
 PACKED_BELOW_BYTES = 20_000     # bucket bytes rewritten per touched key
 MANY_TOUCHED = 1_000            # "thousands of keys touched per micro-batch"
 HOSTS = ("auto", "per_key", "packed")
@@ -24,7 +26,7 @@ HOSTS = ("auto", "per_key", "packed")
 
 @dataclass(frozen=True)
 class HostChoice:
-    host: str
+    host: Host
     reason: str
 
 
@@ -57,7 +59,7 @@ def demo_hosts(batches: Sequence[Sequence[Dict[str, Any]]], forced: str = "auto"
         total = len({row[column] for batch in rows for row in batch})
         per_batch = max((len({row[column] for row in batch}) for batch in rows), default=0)
         choice = choose_host(total, per_batch, SNAPSHOT_BYTES[name])
-        if forced != "auto":
+        if forced in STEP_HOSTS:
             choice = HostChoice(forced, f"--host {forced}; {choice.host} by the rule: "
                                         f"{choice.reason}")
         choices[name] = choice

@@ -33,6 +33,7 @@ from ...errors import CheckpointError, ConfigError
 from ..bucket import Bucket
 from ..checkpoint import is_packed, state_frame
 from ..diagnose import explained, read_steps
+from ..schemas import parse_ddl
 from ..shipping import ship_function
 from ..storage import join_path, storage_for
 from .rows import (BATCH, BEFORE, BLOB, CHANGE, DEADLINE, KEY, PARTITION, TIMER, Layout,
@@ -140,7 +141,6 @@ def snapshot_type(spark: Any, schema: Union[None, str, T.StructType]) -> T.DataT
 
 def _struct_of(spark: Any, ddl: Any, name: str, wanted: str) -> T.StructType:
     """``ddl`` parsed by ``spark`` as a StructType, or a ConfigError naming ``name``."""
-    from ..plan import parse_ddl  # not at the top: plan -> start -> this package
     if not isinstance(ddl, str):
         raise ConfigError(f"read_state: {name} must be {wanted}, got {ddl!r}")
     try:

@@ -27,14 +27,14 @@ sparkwax.testing.strategies.check.LogicCheckFailed: ...
 from __future__ import annotations
 
 import pickle
-from typing import Any, Dict, List, NoReturn, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Union
 
 from hypothesis import HealthCheck, given, settings as hypothesis_settings
 from hypothesis.strategies import SearchStrategy
 
 from ...errors import SparkwaxError
 from ...logic import Builder
-from ...step import Step
+from ...step import Step, as_step
 from ...timers import TimeMode
 from ..runner import RunResult, output_checker, run
 from ..script import Crash, Script, describe
@@ -66,9 +66,9 @@ class LogicCheckFailed(AssertionError, SparkwaxError):
     """check_logic found a script on which the logic breaks a property."""
 
 
-def check_logic(builder: Builder, *, items: Optional[SearchStrategy[Any]] = None,
+def check_logic(builder: Union[Builder, Step], *, items: Optional[SearchStrategy[Any]] = None,
                 time: Optional[TimeMode] = None, batch: bool = False,
-                order_by: Any = None, step_id: str = "check", max_examples: int = 100,
+                order_by: Any = None, step_id: Optional[str] = None, max_examples: int = 100,
                 eof: bool = True, settings: Optional[hypothesis_settings] = None,
                 ttl: Any = None, max_state_bytes: Optional[int] = None,
                 sides: Optional[Sequence[Any]] = None, output_schema: Any = None) -> None:
@@ -93,11 +93,11 @@ def check_logic(builder: Builder, *, items: Optional[SearchStrategy[Any]] = None
     ``output_schema`` (every emit checked as on Spark: a ``SchemaError`` with
     the shrunk script) as for run().
     """
-    step = Step.of(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
+    step = as_step(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
                    ttl=ttl, max_state_bytes=max_state_bytes, sides=sides,
                    output_schema=output_schema)
     output_checker(step)  # a bad schema fails here, not inside every example
-    strategy = scripts_strategy(items=items, time=time, eof=eof,
+    strategy = scripts_strategy(items=items, time=step.time, eof=eof,
                                 two_clocks=bool(step.knowing_deadlines().two_clocks))
     chosen = settings or hypothesis_settings(
         max_examples=max_examples, deadline=None, database=None,

@@ -1,4 +1,4 @@
-"""Call order of one activation (DESIGN.md section 3), pinned through the
+"""Call order of one activation (docs/semantics.md "One activation of one key"), pinned through the
 offline runner, which drives the same ``sparkwax._driver.Driver`` as Spark.
 
 Every test asserts exact per-key outputs; most run with both restore modes

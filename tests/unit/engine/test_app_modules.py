@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from sparkwax.cli import submit
-from sparkwax.engine import app_modules, logs, shipping
+from sparkwax.engine import app_modules, logs, shipping, zips
 from sparkwax.engine.app_modules import find_app_modules
 
 
 @pytest.fixture(autouse=True)
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv(shipping.CACHE_ENV_KEY, str(tmp_path / "cache"))
+    monkeypatch.setenv(zips.CACHE_ENV_KEY, str(tmp_path / "cache"))
     monkeypatch.delenv(logs.ENV_KEY, raising=False)
 
 

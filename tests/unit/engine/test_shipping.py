@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkwax.engine import shipping
+from sparkwax.engine import shipping, zips
 from sparkwax.errors import ConfigError
+from kit import REPO
 
 PACKAGE = os.path.dirname(os.path.abspath(__import__("sparkwax").__file__))
 
@@ -24,7 +25,7 @@ PACKAGE = os.path.dirname(os.path.abspath(__import__("sparkwax").__file__))
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
-    monkeypatch.setenv(shipping.CACHE_ENV_KEY, str(folder))
+    monkeypatch.setenv(zips.CACHE_ENV_KEY, str(folder))
     shipping._built.clear()
     yield folder
     shipping._built.clear()
@@ -258,3 +259,16 @@ def test_spark_connect_ships_by_default_whatever_the_master():
     assert ship_decision("local[2]", None, None)[0] is False
     assert ship_decision(None, "false", None, connect=True) == (False, "spark.sparkwax.ship=false")
     assert ship_decision(None, None, "never", connect=True)[0] is False
+
+
+def test_the_version_has_one_source():
+    """``sparkwax.__version__``: setup.cfg reads it (``attr:``), the zip's name too."""
+    import configparser
+
+    import sparkwax
+
+    setup = configparser.ConfigParser()
+    setup.read(REPO / "setup.cfg")
+    assert setup["metadata"]["version"] == "attr: sparkwax.__version__"
+    assert "version" not in (REPO / "pyproject.toml").read_text()
+    assert shipping._version(shipping.package_dir()) == sparkwax.__version__

@@ -20,7 +20,8 @@ CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/finish.p
                       "sparkwax/cli/replay.py", "sparkwax/engine/diagnose.py",
                       "sparkwax/engine/query.py", "sparkwax/checkpoint_files.py",
                       "sparkwax/engine/state/rescale.py", "sparkwax/engine/state/reshard.py",
-                      "sparkwax/engine/state/batch_logs.py", "sparkwax/cli/rescale.py"]
+                      "sparkwax/engine/state/batch_logs.py", "sparkwax/cli/rescale.py",
+                      "sparkwax/cli/reader.py"]
 
 
 @pytest.mark.parametrize("path, scheme", [

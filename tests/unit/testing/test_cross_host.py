@@ -168,7 +168,7 @@ def test_check_logic_checks_emits_against_the_output_schema():
     with pytest.raises(sw.SchemaError, match="output field 'n': does not fit string"):
         check_logic(Counted, output_schema="n string", max_examples=5)
     check_logic(Counted, output_schema="n long", max_examples=5)
-    with pytest.raises(sw.ConfigError, match="step 'check': output_schema: cannot parse"):
+    with pytest.raises(sw.ConfigError, match="step 'stateful:Counter': output_schema: cannot parse"):
         check_logic(Counted, output_schema="n lng", max_examples=5)
 
 
@@ -176,5 +176,5 @@ def test_a_step_carries_its_output_schema_to_the_offline_runner():
     step = sw.Step.of(Counted, step_id="count", output_schema="n tinyint")
     with pytest.raises(sw.SchemaError, match="key 'a'"):
         run(step, [Batch([("a", {})] * 128)])
-    with pytest.raises(sw.ConfigError, match="takes no step options"):
+    with pytest.raises(sw.ConfigError, match="a Step carries its options; got output_schema"):
         run(step, [], output_schema="n long")

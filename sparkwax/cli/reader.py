@@ -1,0 +1,72 @@
+"""The Spark session the state and replay commands read a checkpoint with:
+their shared options (``--master``, ``--remote``, ``--conf``) and the session
+built from them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, Dict
+
+from ..errors import ConfigError
+from ..paths import local_folder
+
+# The reader's own session (when no --master): one core, one shuffle partition, a
+# fixed 1 GB driver (no machine sizing), no UI, and a JVM tuned to start fast (the
+# C1 compiler only, the serial collector): the work is a few small jobs.
+READER_CONF = {
+    "spark.default.parallelism": "1",
+    "spark.driver.memory": "1g",
+    "spark.driver.extraJavaOptions": "-Dlog4j.rootLogger=ERROR -XX:TieredStopAtLevel=1 "
+                                     "-XX:+UseSerialGC",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
+
+
+def session_options(parser: argparse.ArgumentParser) -> None:
+    """Where the checkpoint is read from: a local Spark (any Hadoop file
+    system URI it can reach) or a Spark Connect server (its file systems)."""
+    parser.add_argument("--master", default=None,
+                        help="Spark master for the reader (default: a minimal local[1] "
+                             "session, see READER_CONF)")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="use a Spark Connect server instead (reads its file systems)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, e.g. spark.hadoop.fs.s3a.endpoint=...; "
+                             "repeatable")
+
+
+def conf_settings(args: argparse.Namespace) -> Dict[str, str]:
+    """``--conf KEY=VALUE`` options as a dict."""
+    settings = {}
+    for item in args.conf:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--conf takes KEY=VALUE, got {item!r}")
+        settings[name.strip()] = value
+    return settings
+
+
+def reader_session(args: argparse.Namespace, app_name: str) -> Any:
+    """The Spark session that reads the checkpoint; a checkpoint that surely is
+    on the local disk is checked first, so a wrong path fails before a JVM starts."""
+    from ..engine.session import local_session
+
+    settings = conf_settings(args)
+    folder = None if args.remote else local_folder(args.checkpoint, settings, os.environ)
+    if folder is not None and not os.path.isdir(os.path.join(folder, "offsets")):  # local disk only
+        raise ConfigError(f"{args.checkpoint!r} is not a streaming checkpoint (no offsets/ "
+                          "folder)")
+    if args.remote is None and args.master is None:
+        from pyspark import SparkContext
+
+        running = SparkContext._active_spark_context
+        if running is not None:  # called from a program: its session, its settings kept
+            return local_session(running.master, app_name=app_name, conf=settings)
+        return local_session("local[1]", app_name=app_name, shuffle_partitions=1,
+                             conf={**READER_CONF, **settings})
+    return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
+
+
+__all__ = ["READER_CONF", "conf_settings", "reader_session", "session_options"]
