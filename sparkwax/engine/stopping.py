@@ -31,6 +31,7 @@ import time
 from typing import Any, Optional
 
 RUNNING = ("Processing new data", "No new data but cleaning up state")  # Spark's status
+GROUP, BATCH = "spark.jobGroup.id", "streaming.sql.batchId"  # a stream thread's job properties
 
 
 def execution(query) -> Optional[Any]:
@@ -84,13 +85,22 @@ def _safe_point(query, jvm) -> bool:
 
 
 def _running_job(query, jvm) -> bool:
-    """A job of this query's run is running (the stream thread's jobs carry
-    its run id as job group)."""
+    """A job of the batch in flight is running: the scheduler's own active
+    jobs (not its status store, which Spark's listener bus updates later: a
+    job already done may still show there while the next batch is planned)
+    with this run's job group and the in-flight batch's id, the properties
+    the stream thread gives its jobs."""
+    run_id = str(query.runId)
     try:
-        tracker = jvm.sparkSession().sparkContext().statusTracker()
-        mine = set(tracker.getJobIdsForGroup(str(query.runId)))
-        return bool(mine & set(tracker.getActiveJobIds()))
-    except Exception:  # the context is going away
+        batch = str(jvm.getLatestExecutionContext().batchId())
+        jobs = jvm.sparkSession().sparkContext().dagScheduler().activeJobs().toList()
+        for index in range(jobs.size()):
+            properties = jobs.apply(index).properties()
+            if properties is not None and properties.getProperty(GROUP) == run_id \
+                    and properties.getProperty(BATCH) == batch:
+                return True
+        return False
+    except Exception:  # another Spark version, or a job ending meanwhile: not yet
         return False
 
 
