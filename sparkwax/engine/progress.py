@@ -307,11 +307,13 @@ def wait_for_stop(query, timeout: float = 120.0) -> None:
     thread = _STOPS.get(id(query))
     if thread is not None and thread is not threading.current_thread():
         thread.join(timeout)
+        if not thread.is_alive():
+            _STOPS.pop(id(query), None)
 
 
 def _stop_now(queries) -> None:
-    for query in queries:
-        if query.isActive:
+    for query in queries:  # Spark's stop(): interrupts a batch still running
+        if _alive(query):
             query.stop()
 
 

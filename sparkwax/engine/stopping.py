@@ -16,8 +16,12 @@ to TERMINATED (what ``stop()`` does first, without the interrupt) ends the
 query after the batch in flight, through Spark's normal shutdown. One
 condition: Spark also checks the state once more after planning a batch,
 before running it, and interrupts its own thread if it is no longer ACTIVE,
-so the state is changed only when the thread is not in a trigger or is
-running one of the batch's jobs (past that check).
+so the state is changed only when the thread is not in a trigger or one of
+the in-flight batch's jobs is running (past that check; read from the
+scheduler's active jobs, whose job group and batch id properties the stream
+thread sets). A signal that comes after a batch's last job, as the next
+batch starts at once (a trigger shorter than a batch), waits for that next
+batch's first job: the query then stops after it.
 
 This needs the JVM query (a classic session): ``execution(query)`` is None
 over Spark Connect or for an object that is not a Spark query, and callers
