@@ -28,9 +28,9 @@ import pytest
 from sparkwax.testing import Runner
 from sparkwax.testing.reference import Accumulator
 
-from test_kill_recovery import TIME, _batches_spark_ran, _commits, _make_input
+from kit import REPO, commits as _commits, stop_group
+from test_kill_recovery import TIME, _batches_spark_ran, _make_input
 
-REPO = Path(__file__).resolve().parents[2]
 NAMES = ("files", "batches")
 
 APP = textwrap.dedent("""
@@ -84,13 +84,6 @@ def _wait_for_commits(tmp: Path, process, count: int) -> None:
         time.sleep(0.05)
 
 
-def _kill(process) -> None:
-    """Stop what the test started, by its own id (its process group)."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=60)
-
-
 def _outputs(spark, tmp: Path, name: str, committed: int) -> Counter:
     if name == "files":  # Spark's file sink: its own log says which files count
         rows = spark.read.parquet(str(tmp / "run" / "files")).collect()
@@ -113,7 +106,7 @@ def test_a_graceful_stop_of_two_queries_prints_no_error_and_loses_nothing(spark,
             process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=180)
     finally:
-        _kill(process)
+        stop_group(process)  # what the test started, by its own id (its group)
     name = how.split()[0]
     assert process.returncode == 0, err[-3000:]
     assert "done" in out
