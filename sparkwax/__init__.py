@@ -31,26 +31,29 @@ _ENGINE_NAMES = ("finish", "follow", "local_session", "read_state", "rescale", "
                  "stateful", "stateful_batch")
 _FRAME_NAMES = ("connect", "join", "split_late", "value_fields", "value_struct")
 
-from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any, Callable as _Callable
+from typing import List as _List, NoReturn as _NoReturn
 
 if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time,
     # __getattr__ below imports them (and pyspark) on first use.
     from .engine import (finish as finish, follow as follow, local_session as local_session,
-                         read_state as read_state, rescale as rescale, start as start, stateful as stateful, stateful_batch as stateful_batch)
+                         read_state as read_state, rescale as rescale, start as start,
+                         stateful as stateful, stateful_batch as stateful_batch)
     from .frames import (connect as connect, join as join, split_late as split_late,
                          value_fields as value_fields, value_struct as value_struct)
 
-__all__ = [  # a list display (sorted below) so that type checkers read it
-    "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError", "DISCARD", "EventTime",
-    "InputError", "LogicError", "LostStateWarning", "NotifyAtError", "ProcessingTime", "RETAIN",
-    "RescaleError", "ReturnValueError", "SchemaError", "SnapshotError", "SparkwaxError", "StatefulBatchLogic",
-    "StatefulLogic", "Step", "current_clock", "now", "processing_now", "task_errors",
-    *_ENGINE_NAMES, *_FRAME_NAMES,
+__all__ = [  # a literal list (sorted), so that type checkers read it (test_exports pins it)
+    "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError",
+    "DISCARD", "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
+    "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError",
+    "SnapshotError", "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "connect",
+    "current_clock", "finish", "follow", "join", "local_session", "now", "processing_now",
+    "read_state", "rescale", "split_late", "start", "stateful", "stateful_batch",
+    "task_errors", "value_fields", "value_struct",
 ]
-__all__.sort()
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> _Any:
     if name in _ENGINE_NAMES or name in _FRAME_NAMES:
         try:
             from . import engine, frames
@@ -60,14 +63,14 @@ def __getattr__(name):
     raise AttributeError(f"module 'sparkwax' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> _List[str]:
     return sorted({*globals(), *_ENGINE_NAMES, *_FRAME_NAMES})
 
 
-def _needs_pyspark(name: str, error: ImportError):
+def _needs_pyspark(name: str, error: ImportError) -> _Callable[..., _NoReturn]:
     """A stand-in for a Spark entry point where pyspark cannot be imported
     (``__all__`` is the same everywhere, so ``from sparkwax import *`` works)."""
-    def unavailable(*args, **kwargs):
+    def unavailable(*args: _Any, **kwargs: _Any) -> _NoReturn:
         raise ConfigError(f"sparkwax.{name} needs pyspark, which cannot be imported here "
                           f"({error}); pip install 'sparkwax[spark]'") from error
     unavailable.__name__ = unavailable.__qualname__ = name

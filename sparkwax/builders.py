@@ -16,34 +16,44 @@ datetime.timedelta(seconds=90)
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union, cast
+from typing import Any, Callable, Generic, List, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 from .errors import ConfigError
+from .logic import ItemLogic, S, V, W
 from .timers import EPOCH, UTC, duration_ms
 
 Duration = Union[str, timedelta]
 KeySpec = Union[str, Sequence[str]]
 FieldSpec = Union[None, str, Callable[[Any], Any]]
 _T = TypeVar("_T")
+_C = TypeVar("_C")  # an operator's config
 
 
-class OperatorBuilder:
+class OperatorBuilder(Generic[V, W, S]):
     """``builder(resume) -> logic`` for an operator: ``logic(config, resume)``.
 
-    ``__qualname__`` is the operator's name, so a Spark step defaults to
-    ``stateful:<operator>`` in error messages. ``sides`` names the inputs of
-    a join (None for one input): the offline runner keeps a watermark per side.
+    ``OperatorBuilder[V, W, S]`` builds an ``ItemLogic[V, W, S]`` (values in,
+    values out, snapshot; a bare ``OperatorBuilder`` is ``[Any, Any, Any]``),
+    so it is a ``Builder[V, W, S]``; the constructor checks that ``config`` is
+    what ``logic`` takes. ``__qualname__`` is the operator's name, so a Spark
+    step defaults to ``stateful:<operator>`` in error messages. ``sides`` names
+    the inputs of a join (None for one input): the offline runner keeps a
+    watermark per side.
     """
 
-    def __init__(self, name: str, logic: type, config: Any,
-                 sides: Optional[Tuple[Any, ...]] = None) -> None:
+    logic: type  # the logic class (``sparkwax.step.uses_deadlines`` reads its methods)
+    config: Any
+
+    def __init__(self, name: str, logic: Callable[[_C, Optional[S]], ItemLogic[V, W, S]],
+                 config: _C, sides: Optional[Tuple[Any, ...]] = None) -> None:
         self.__qualname__ = name
-        self.logic = logic
+        self.logic = cast(type, logic)  # always a class: its methods are read, not only called
         self.config = config
         self.sides = sides
 
-    def __call__(self, resume: Any = None) -> Any:
-        return self.logic(self.config, resume)
+    def __call__(self, resume: Optional[S] = None) -> ItemLogic[V, W, S]:
+        logic: ItemLogic[V, W, S] = self.logic(self.config, resume)
+        return logic
 
     def __repr__(self) -> str:
         return f"<sparkwax operator {self.__qualname__}>"

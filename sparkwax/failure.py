@@ -33,7 +33,7 @@ import re
 import sys
 import traceback
 from types import TracebackType
-from typing import Any, Optional, Type
+from typing import Any, Optional, Tuple, Type
 
 from .errors import (BuilderError, CallbackError, CheckpointError, ConfigError, InputError,
                      LogicError, NotifyAtError, ReturnValueError, SchemaError, SnapshotError,
@@ -189,7 +189,7 @@ def _batch_of(text: str) -> Optional[int]:
     return int(found.group(1)) if found else None
 
 
-def _python_error(text: str) -> Optional[tuple]:
+def _python_error(text: str) -> Optional[Tuple[str, str]]:
     """The last ``SomeError: message`` line of a worker's traceback."""
     found = list(_PY_ERROR.finditer(text.split("\nJVM stacktrace:", 1)[0]))
     for match in reversed(found):

@@ -28,7 +28,7 @@ import importlib
 import re
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Tuple, Type
+from typing import Any, Dict, Iterator, Optional, Tuple, Type
 
 from .errors import NO_VALUE, CheckpointError, LogicError, SparkwaxError, _rebuild
 
@@ -108,7 +108,7 @@ def _class(module: str, name: str) -> Optional[Type[SparkwaxError]]:
     return cls if isinstance(cls, type) and issubclass(cls, SparkwaxError) else None
 
 
-def _logic_fields(message: str) -> Optional[dict]:
+def _logic_fields(message: str) -> Optional[Dict[str, Any]]:
     """``LogicError``'s fields from its message: ``step 'id', key <repr>,
     <callback>: <reason>[ (got <repr>)]``."""
     step = _STEP.match(message)

@@ -27,16 +27,19 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..errors import ConfigError, SparkwaxError
 from ..timers import EventTime, ProcessingTime, TimeMode
+
+if TYPE_CHECKING:
+    from . import Handler
 
 _HELP_TIME = ("processing (default) or event:COLUMN:DELAY, e.g. 'event:ts:10 minutes' "
               "(default: the checkpoint's sparkwax-steps.json)")
 
 
-def replay_command(parser: argparse.ArgumentParser):
+def replay_command(parser: argparse.ArgumentParser) -> Handler:
     """Replay a checkpoint's micro-batches offline and compare them with its sink.
 
     Rebuilds the batches CHECKPOINT actually ran (its offsets and its file
@@ -155,10 +158,10 @@ def _names(text: Optional[str]) -> Optional[List[str]]:
     return [name.strip().strip("`") for name in text.split(",") if name.strip()]
 
 
-def recorded_step(spark, checkpoint: str, step_id: Optional[str]) -> Dict[str, Any]:
+def recorded_step(spark: Any, checkpoint: str, step_id: Optional[str]) -> Dict[str, Any]:
     """The step's description ``sw.start`` recorded next to the checkpoint
     (``{}`` when there is none)."""
-    from ..engine.start import STEPS_FILE
+    from ..checkpoint_files import STEPS_FILE
     from ..engine.storage import join_path, storage_for
 
     text = storage_for(spark).read_text(join_path(checkpoint, STEPS_FILE))
@@ -182,7 +185,7 @@ def _recorded_time(step: Dict[str, Any]) -> Optional[TimeMode]:
     return None
 
 
-def _key_names(spark, key_ddl: str) -> List[str]:
+def _key_names(spark: Any, key_ddl: str) -> List[str]:
     from ..engine.replay import output_type
 
     return [f.name for f in output_type(spark, key_ddl).fields]
@@ -196,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _replay(args) -> int:
+def _replay(args: argparse.Namespace) -> int:
     from ..testing.replay import replay
     from .state import _session
 

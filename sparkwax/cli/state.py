@@ -17,13 +17,17 @@ import argparse
 import json
 import os
 import sys
-from typing import List
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..errors import ConfigError, SparkwaxError, short_repr
 from ..paths import local_folder
 from ..snapshot_json import json_value
 from .rescale import add_rescale_parser, run_rescale
 from .state_check import add_check_parser, run_check
+
+if TYPE_CHECKING:
+    from . import Handler
 
 _SNAPSHOT_WIDTH = 60
 # The reader's own session (when no --master): one core, one shuffle partition, a
@@ -40,7 +44,7 @@ READER_CONF = {
 _CHECKPOINT_HELP = "the query's checkpoint: a path or any URI Spark can read (hdfs://, s3a://...)"
 
 
-def state_command(parser: argparse.ArgumentParser):
+def state_command(parser: argparse.ArgumentParser) -> Handler:
     """Show, check, rescale or clear the state of a checkpointed sparkwax query.
 
     show: decode every key's snapshot from CHECKPOINT (Spark's statestore
@@ -90,7 +94,7 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
                              "repeatable")
 
 
-def _settings(args) -> dict:
+def _settings(args: argparse.Namespace) -> Dict[str, str]:
     settings = {}
     for item in args.conf:
         name, sep, value = item.partition("=")
@@ -100,7 +104,7 @@ def _settings(args) -> dict:
     return settings
 
 
-def _session(args, app_name: str):
+def _session(args: argparse.Namespace, app_name: str) -> Any:
     """The Spark session that reads the checkpoint; a checkpoint that surely is
     on the local disk is checked first, so a wrong path fails before a JVM starts."""
     from ..engine.session import local_session
@@ -135,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _show(args) -> int:
+def _show(args: argparse.Namespace) -> int:
     from ..engine.state.show import shown_state
 
     spark = _session(args, "sparkwax-state")
@@ -160,7 +164,7 @@ def _show(args) -> int:
     return 0
 
 
-def summary_line(summary: dict, shown: int, key=None) -> str:
+def summary_line(summary: Dict[str, Any], shown: int, key: Any = None) -> str:
     """The line under ``state show``'s table.
 
     >>> summary_line({"live_keys": 35, "total_bytes": 4585, "largest_key": "k21",
@@ -180,7 +184,7 @@ def summary_line(summary: dict, shown: int, key=None) -> str:
             f"all, largest key {summary['largest_key']!r} ({summary['largest_bytes']} bytes)")
 
 
-def _clear(args) -> int:
+def _clear(args: argparse.Namespace) -> int:
     from ..engine.checkpoint import clear, require_checkpoint, running_query_hint
     from ..engine.storage import storage_for
 
@@ -211,7 +215,8 @@ def format_table(header: List[str], rows: List[List[str]]) -> str:
     bb  | 22
     """
     widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
-    line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    line: Callable[[List[Any]], str] = lambda cells: " | ".join(
+        str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
     rule = "-+-".join("-" * w for w in widths)
     return "\n".join([line(header), rule] + [line(r) for r in rows])
 
@@ -220,7 +225,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= _SNAPSHOT_WIDTH else text[:_SNAPSHOT_WIDTH - 3] + "..."
 
 
-def _iso(moment, missing="-"):
+def _iso(moment: Optional[datetime], missing: Any = "-") -> Any:
     return moment.isoformat() if moment is not None else missing
 
 

@@ -16,7 +16,7 @@ def add_check_parser(actions: Any, checkpoint_help: str,
                      session_options: Callable[[argparse.ArgumentParser], None]
                      ) -> argparse.ArgumentParser:
     """The ``check`` subcommand's parser."""
-    check = actions.add_parser(
+    check: argparse.ArgumentParser = actions.add_parser(
         "check", help="restore every stored snapshot through a logic (before a restart with "
                       "changed code); exit 1 if any key fails")
     check.add_argument("checkpoint", help=checkpoint_help)

@@ -29,10 +29,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import SparkwaxError
 from ..failure import FILE_ENV, VERBOSE_ENV
+
+if TYPE_CHECKING:
+    from . import Handler
 
 USAGE = ("sparkwax submit APP.py [--master URL] [--checkpoint DIR] [--once] [APP ARGS...] "
          "[-- SPARK-SUBMIT ARGS...]")
@@ -56,7 +59,7 @@ what sparkwax submit sets through the environment. See docs/deploy.md.
 """
 
 
-def submit_command(parser: argparse.ArgumentParser):
+def submit_command(parser: argparse.ArgumentParser) -> Handler:
     """Run a sparkwax app with the pip package's spark-submit.
 
     Sets SPARK_HOME to the pyspark package, PYSPARK_DRIVER_PYTHON and
@@ -252,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``sparkwax submit``; returns spark-submit's exit code."""
     own, app_args, spark_args = split_rest(getattr(args, "rest", []) or [])
 
-    def pick(name):  # an option given after APP.py wins over one given before it
+    def pick(name: str) -> Any:  # an option given after APP.py wins over one given before it
         value = getattr(own, name)
         return value if value is not None else getattr(args, name, None)
 
@@ -338,7 +341,7 @@ def run_stoppable(command: Sequence[str], env: Dict[str, str], *,
         _restore(previous)
         raise
 
-    def forward(number, frame):
+    def forward(number: int, frame: Any) -> None:
         received.append(number)
         name = signal.Signals(number).name
         if process.poll() is not None:
@@ -369,7 +372,7 @@ def _signal_group(group: int, number: int) -> None:
         pass
 
 
-def _restore(handlers) -> None:
+def _restore(handlers: Dict[signal.Signals, Any]) -> None:
     for number, handler in handlers.items():
         if handler is not None:  # None: a handler set outside Python, left as it is
             signal.signal(number, handler)

@@ -6,8 +6,8 @@
 ...                   time=sw.EventTime("ts", watermark="10 minutes"))
 """
 
+from ..errors import SchemaError
 from .finish import finish
-from .outputs import SchemaError
 from .plan import STATE_SCHEMA, stateful, stateful_batch
 from .progress import follow
 from .session import STATE_STORES, local_session

@@ -41,7 +41,7 @@ import importlib.util
 import logging
 import os
 import sys
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 from .shipping import cache_dir, zip_bytes
 
@@ -143,7 +143,7 @@ def is_app_zip(name: str) -> bool:
     return base.startswith(ZIP_PREFIX) and base.endswith(".zip")
 
 
-def ship_app_modules(spark) -> Optional[str]:
+def ship_app_modules(spark: Any) -> Optional[str]:
     """For an app run with plain ``python`` or ``spark-submit``: add the
     modules the main script imports from its folder or project (and those of
     them the driver has imported) to ``spark``'s job with ``addPyFile``, once
@@ -256,9 +256,12 @@ def _local_file(root: str, parts: List[str]) -> Optional[str]:
     return None
 
 
-def _imports(tree: ast.AST):
+_Found = Iterator[Tuple[Union[ast.Import, ast.ImportFrom], bool]]
+
+
+def _imports(tree: ast.AST) -> _Found:
     """``(import node, optional)`` for every import in ``tree``."""
-    def walk(node: ast.AST, optional: bool):
+    def walk(node: ast.AST, optional: bool) -> _Found:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node, optional
             return
@@ -282,7 +285,7 @@ def _imports(tree: ast.AST):
     yield from walk(tree, False)
 
 
-def _imported_names(node, package: Optional[str]) -> List[Tuple[str, bool]]:
+def _imported_names(node: Any, package: Optional[str]) -> List[Tuple[str, bool]]:
     """``(module, must resolve)``: ``from m import x`` may name a submodule
     ``m.x`` or an attribute of ``m``; only ``m`` must resolve."""
     if isinstance(node, ast.Import):
@@ -322,7 +325,7 @@ def _kilobytes(size: int) -> str:
 
 
 
-def ship_app_file(spark, location: str, module: Any = None) -> Optional[str]:
+def ship_app_file(spark: Any, location: str, module: Any = None) -> Optional[str]:
     """For a logic the driver loaded from ``path/app.py`` (``sparkwax state
     check``): the app's ``module`` travels by value (PySpark's cloudpickle),
     and the local modules it imports are zipped and added to ``spark``'s job
@@ -333,7 +336,8 @@ def ship_app_file(spark, location: str, module: Any = None) -> Optional[str]:
     from pyspark import cloudpickle
 
     if module is not None:
-        cloudpickle.register_pickle_by_value(module)
+        # pyspark's bundled cloudpickle has no annotations
+        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call, unused-ignore]
     found = find_app_modules(location)
     for problem in found.unresolved:
         log.warning("sparkwax: %s", problem.describe())

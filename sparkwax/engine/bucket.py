@@ -112,15 +112,15 @@ class Bucket:
             self._positions = dict(zip(self.keys, range(len(self.keys))))
         return self._positions
 
-    def get(self, key) -> Optional[bytes]:
+    def get(self, key: Any) -> Optional[bytes]:
         """The key's stored blob, or None."""
         return self.entry(key)[0]
 
-    def timer(self, key) -> Optional[int]:
+    def timer(self, key: Any) -> Optional[int]:
         """The timer committed with the key's blob (None: none, or no key)."""
         return self.entry(key)[1]
 
-    def entry(self, key) -> Tuple[Optional[bytes], Optional[int]]:
+    def entry(self, key: Any) -> Tuple[Optional[bytes], Optional[int]]:
         """``(get(key), timer(key))`` in one lookup (``entries_of`` for one key)."""
         blobs, timers = self.entries_of((key,))
         return blobs[0], timers[0]
@@ -176,10 +176,10 @@ class Bucket:
             self._lists = (self.ends.tolist(), self.timers.tolist())
         return self._lists
 
-    def put(self, key, blob: bytes, timer: Optional[int], armed: Optional[int]) -> None:
+    def put(self, key: Any, blob: bytes, timer: Optional[int], armed: Optional[int]) -> None:
         self._changes[key] = (blob, timer, armed)
 
-    def remove(self, key) -> None:
+    def remove(self, key: Any) -> None:
         self._changes[key] = _REMOVED
 
     def due(self, now_ms: int) -> List[Any]:
@@ -288,8 +288,9 @@ def _decompressed(blob: bytes) -> bytes:
     if size > _LARGEST:  # a damaged header: no state row holds that much
         raise ValueError(f"a compressed sparkwax bucket state claims {size:,} bytes")
     try:
-        return pa.decompress(memoryview(blob)[_HEADER:], decompressed_size=size,
-                             codec=_CODEC, asbytes=True)
+        plain: bytes = pa.decompress(memoryview(blob)[_HEADER:], decompressed_size=size,
+                                     codec=_CODEC, asbytes=True)
+        return plain
     except (OSError, pa.ArrowException) as error:
         raise ValueError(f"a damaged compressed sparkwax bucket state ({error})") from None
 

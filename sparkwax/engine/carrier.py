@@ -23,18 +23,20 @@ step. The zip travels with the function (about 105 KB per task).
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, List
 
 
-def carry(function: Callable, *, zip_bytes: bytes, zip_name: str) -> Callable:
+def carry(function: Callable[..., Any], *, zip_bytes: bytes, zip_name: str
+          ) -> Callable[..., Any]:
     """A function with ``function``'s arity (1 to 3 arguments, as PySpark
     inspects it) that loads sparkwax from ``zip_bytes`` before running it."""
     from pyspark import cloudpickle
 
-    blob = cloudpickle.dumps(function)
-    loaded: list = []
+    # pyspark's bundled cloudpickle has no annotations
+    blob: bytes = cloudpickle.dumps(function)  # type: ignore[no-untyped-call, unused-ignore]
+    loaded: List[Callable[..., Any]] = []
 
-    def load():
+    def load() -> Callable[..., Any]:
         if not loaded:
             import os
             import pickle
@@ -58,13 +60,13 @@ def carry(function: Callable, *, zip_bytes: bytes, zip_name: str) -> Callable:
     arity = len(inspect.signature(function).parameters)
     carried: Callable[..., Any]
     if arity == 1:
-        def carried(first):
+        def carried(first: Any) -> Any:
             return load()(first)
     elif arity == 2:
-        def carried(first, second):
+        def carried(first: Any, second: Any) -> Any:
             return load()(first, second)
     elif arity == 3:
-        def carried(first, second, third):
+        def carried(first: Any, second: Any, third: Any) -> Any:
             return load()(first, second, third)
     else:
         raise TypeError(f"carry takes functions of 1 to 3 arguments, got {arity}")

@@ -14,7 +14,7 @@ import time as wall_clock
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from decimal import Decimal
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import recovery
 from ..errors import CheckpointError, ConfigError, SnapshotError
@@ -39,8 +39,9 @@ class StateEntry:
     partition: int
 
 
-def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None,
-                changes: Optional[Tuple[int, Optional[int]]] = None):
+def state_frame(spark: Any, checkpoint: str, *, operator_id: int = 0,
+                batch_id: Optional[int] = None,
+                changes: Optional[Tuple[int, Optional[int]]] = None) -> Any:
     """The raw state rows of a sparkwax step (``key`` struct, ``value`` struct);
     ``changes=(start, end)``: Spark's change feed of those batches instead
     (``batch_id`` and ``change_type`` columns; ``end`` None: to the last)."""
@@ -68,15 +69,16 @@ def state_frame(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optio
     return frame
 
 
-def _recorded_steps(store, checkpoint: str) -> dict:
+def _recorded_steps(store: Any, checkpoint: str) -> Dict[str, Any]:
     """The steps sw.start recorded in the checkpoint (none if it cannot tell)."""
     try:
-        return (read_steps(store, checkpoint) or {}).get("steps", {})
+        steps: Dict[str, Any] = (read_steps(store, checkpoint) or {}).get("steps", {})
+        return steps
     except CheckpointError:  # a damaged steps file does not keep the state from being read
         return {}
 
 
-def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
+def read_entries(spark: Any, checkpoint: str, *, operator_id: int = 0, key: Any = None,
                  limit: Optional[int] = None, step_id: str = "state") -> List[StateEntry]:
     """Decoded state entries, largest first (``read_state`` gives them sorted
     by key, with the summary)."""
@@ -90,7 +92,7 @@ def read_entries(spark, checkpoint: str, *, operator_id: int = 0, key: Any = Non
     return _keyed_entries(spark, checkpoint, frame, operator_id, key, limit, step_id)
 
 
-def _keyed_entries(spark, checkpoint: str, frame, operator_id: int, key: Any,
+def _keyed_entries(spark: Any, checkpoint: str, frame: Any, operator_id: int, key: Any,
                    limit: Optional[int], step_id: str) -> List[StateEntry]:
     """A per-key step's entries, largest first (one Spark job)."""
     from pyspark.sql import functions as F
@@ -127,9 +129,9 @@ def _keyed_entries(spark, checkpoint: str, frame, operator_id: int, key: Any,
     return entries
 
 
-def read_state(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
+def read_state(spark: Any, checkpoint: str, *, operator_id: int = 0, key: Any = None,
                limit: Optional[int] = None, step_id: str = "state"
-               ) -> Tuple[List[StateEntry], dict]:
+               ) -> Tuple[List[StateEntry], Dict[str, Any]]:
     """``(entries, summary)`` for ``state show`` with as few Spark jobs as it
     can: the entries (the ``limit`` largest, or all; only ``key`` when given)
     sorted by key (``key_order``), and ``state_summary``'s dict of the whole
@@ -153,7 +155,7 @@ def read_state(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
     return sorted(entries, key=lambda e: key_order(e.key)), summary
 
 
-def _summary_of(entries: List[StateEntry]) -> dict:
+def _summary_of(entries: List[StateEntry]) -> Dict[str, Any]:
     largest = max(entries, key=lambda e: e.size, default=None)
     return {"live_keys": len(entries), "total_bytes": sum(e.size for e in entries),
             "largest_key": largest.key if largest else None,
@@ -211,7 +213,7 @@ def key_matches(stored: Any, wanted: Any) -> bool:
     return str(first) == wanted
 
 
-def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
+def state_summary(spark: Any, checkpoint: str, *, operator_id: int = 0) -> Dict[str, Any]:
     """Live keys, total bytes and the largest key of a step's state."""
     from pyspark.sql import functions as F
 
@@ -223,7 +225,7 @@ def state_summary(spark, checkpoint: str, *, operator_id: int = 0) -> dict:
     return _keyed_summary(spark, checkpoint, frame, operator_id)
 
 
-def _keyed_summary(spark, checkpoint: str, frame, operator_id: int) -> dict:
+def _keyed_summary(spark: Any, checkpoint: str, frame: Any, operator_id: int) -> Dict[str, Any]:
     from pyspark.sql import functions as F
 
     sized = frame.select("key", F.length("value.groupState.snapshot").alias("size"))
@@ -240,12 +242,12 @@ def _keyed_summary(spark, checkpoint: str, frame, operator_id: int) -> dict:
     }
 
 
-def is_packed(frame) -> bool:
+def is_packed(frame: Any) -> bool:
     """True for the state of a ``host="packed"`` step (one row per bucket)."""
     return "keys" in frame.schema["value"].dataType["groupState"].dataType.fieldNames()
 
 
-def packed_blobs(frame, step_id: str) -> Iterator[Tuple[Any, bytes, Optional[int], int]]:
+def packed_blobs(frame: Any, step_id: str) -> Iterator[Tuple[Any, bytes, Optional[int], int]]:
     """``(key, blob, timer, partition)`` of every key of a packed step, read
     on the driver (bucket rows); the blobs as stored."""
     from pyspark.sql import functions as F
@@ -262,7 +264,7 @@ def packed_blobs(frame, step_id: str) -> Iterator[Tuple[Any, bytes, Optional[int
             yield key, blob, timer, row["partition_id"]
 
 
-def packed_entries(frame, step_id: str) -> List[StateEntry]:
+def packed_entries(frame: Any, step_id: str) -> List[StateEntry]:
     """Every key's entry of a packed step, decoded leniently (for ``state
     show``: a blob that cannot be decoded shows as its SnapshotError)."""
     entries = []
@@ -277,7 +279,7 @@ def packed_entries(frame, step_id: str) -> List[StateEntry]:
     return entries
 
 
-def last_watermark_ms(spark, checkpoint: str) -> int:
+def last_watermark_ms(spark: Any, checkpoint: str) -> int:
     """The watermark the next micro-batch would use (Spark's commit log)."""
     store = storage_for(spark)
     commits = join_path(checkpoint, "commits")
@@ -292,7 +294,7 @@ def last_watermark_ms(spark, checkpoint: str) -> int:
 
 
 def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0,
-          spark=None) -> None:
+          spark: Any=None) -> None:
     """Remove a checkpoint (offsets, commits and state) through Spark's file
     system: the next run of the query starts over from its source. Refuses
     while a query seems to run on it (a log write in the last
@@ -310,7 +312,7 @@ def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0,
     store.delete(checkpoint)
 
 
-def running_query_hint(spark, checkpoint: str, idle_seconds: float) -> Optional[str]:
+def running_query_hint(spark: Any, checkpoint: str, idle_seconds: float) -> Optional[str]:
     """Why the checkpoint looks in use by a running query, or None."""
     newest_ms = newest_log_ms(storage_for(spark), checkpoint)
     age = wall_clock.time() - newest_ms / 1000 if newest_ms else None
@@ -320,19 +322,19 @@ def running_query_hint(spark, checkpoint: str, idle_seconds: float) -> Optional[
     return None
 
 
-def newest_log_ms(store, checkpoint: str) -> int:
+def newest_log_ms(store: Any, checkpoint: str) -> int:
     """When the offset or commit log was last written (epoch ms; 0: never)."""
     return max((entry.modified_ms for log in ("offsets", "commits")
                 for entry in store.list(join_path(checkpoint, log))), default=0)
 
 
-def require_checkpoint(store, checkpoint: str) -> None:
+def require_checkpoint(store: Any, checkpoint: str) -> None:
     """ConfigError unless ``checkpoint`` holds a streaming query's offset log."""
     if not store.exists(join_path(checkpoint, "offsets")):
         raise ConfigError(f"{checkpoint!r} is not a streaming checkpoint (no offsets/ folder)")
 
 
-def active_session(spark, what: str):
+def active_session(spark: Any, what: str) -> Any:
     """``spark``, else the active classic or Spark Connect session."""
     if spark is not None:
         return spark

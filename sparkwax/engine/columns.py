@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,7 @@ class InputLayout:
     event_column: Optional[str]      # frame column with event time in µs (EventTime mode)
 
 
-def group_frame(frames) -> pd.DataFrame:
+def group_frame(frames: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """One frame for the group (Spark may cut a group into several chunks)."""
     first = next(frames, None)
     if first is None:
@@ -44,11 +44,12 @@ def group_frame(frames) -> pd.DataFrame:
     second = next(frames, None)
     if second is None:
         return first
-    return pd.concat([first, second, *frames], ignore_index=True)
+    whole: pd.DataFrame = pd.concat([first, second, *frames], ignore_index=True)
+    return whole
 
 
 def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarray] = None
-               ) -> Tuple[Sequence[Any], Optional[List[Optional[int]]], Optional[List[list]]]:
+               ) -> Tuple[Sequence[Any], Optional[List[Optional[int]]], Optional[List[List[Any]]]]:
     """A group's rows as the driver takes them, in arrival order: the values
     handed to the logic, their event times (µs, None for null) and the
     ``order_by`` columns (the driver puts the rows in order). ``rows``: read
@@ -140,7 +141,7 @@ def radix_argsort(values: np.ndarray, span: int) -> np.ndarray:
     return low[np.argsort(high, kind="stable")]
 
 
-def _take(column, rows: Optional[np.ndarray]):
+def _take(column: Any, rows: Optional[np.ndarray]) -> Any:
     """The column's values at ``rows`` (None: the column itself)."""
     if rows is None:
         return column
@@ -169,7 +170,7 @@ def stack_frames(frames: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.Dat
 _GET_COLUMN_ARRAY = getattr(pd.DataFrame, "_get_column_array", None)
 
 
-def _column_values(frame: pd.DataFrame, source: str):
+def _column_values(frame: pd.DataFrame, source: str) -> Any:
     """The stored values of one column (what ``frame[source].tolist()`` reads).
 
     On a fresh frame (every group's frame is fresh) ``frame[source]`` builds
@@ -202,12 +203,12 @@ def _positions(frame: pd.DataFrame) -> Dict[Any, int]:
     return found
 
 
-def _column(series, kind: str) -> list:
+def _column(series: Any, kind: str) -> List[Any]:
     """A column (a Series or the array behind one) as a list of Python values."""
     if kind == INTEGER:
         if series.dtype.kind == "f":
             return [None if x != x else int(x) for x in series.tolist()]
-        return series.tolist()
+        return cast(List[Any], series.tolist())
     if kind == TIMESTAMP:
         micros = series.tolist()
         return [None if (x is None or x != x) else EPOCH + timedelta(microseconds=int(x))
@@ -215,13 +216,13 @@ def _column(series, kind: str) -> list:
     if kind == NESTED:
         return [_plain(x) for x in series.tolist()]
     if series.dtype == object:
-        return series.tolist()
+        return cast(List[Any], series.tolist())
     if series.dtype.kind == "f" and bool(pd.isna(series).any()):
         return [None if x != x else x for x in series.tolist()]
-    return series.tolist()
+    return cast(List[Any], series.tolist())
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """``value`` with every numpy array in it as a list of Python values
     (through dicts: structs and maps; and lists).
 
@@ -237,7 +238,7 @@ def _plain(value):
     return value
 
 
-def plain_key(key_values: Tuple[Any, ...], single: bool):
+def plain_key(key_values: Tuple[Any, ...], single: bool) -> Any:
     """Spark's key tuple as plain Python values (a scalar for one key column)."""
     if single:
         value = key_values[0]

@@ -56,7 +56,8 @@ def connect(*sides: DataFrame, key: KeySpec, builder: Any, output_schema: Any,
     return plan_step(union, step, keys, host=host, buckets=buckets)
 
 
-def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[str], time,
+def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[str],
+                   time: Optional[TimeMode],
                    order: List[str]) -> Tuple[DataFrame, Layout]:
     """The union of ``sides`` and its layout (per side, its ``(column, union
     column)`` pairs)."""
@@ -114,7 +115,8 @@ def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[
     return reduce(DataFrame.union, frames), tuple(layout)
 
 
-def side_struct_schema(sides, names: Sequence[str], key: KeySpec) -> T.StructType:
+def side_struct_schema(sides: Sequence[DataFrame], names: Sequence[str], key: KeySpec
+                       ) -> T.StructType:
     """One nullable struct field per side, holding its non-key columns."""
     keys = set(key_list(key))
     return T.StructType([

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..checkpoint_files import (STEPS_FILE, key_fields_of_schema_file, load_chains, log_message,
                                 log_problem, lz4_framing_problem, metadata_problem,
@@ -46,7 +46,7 @@ _DECOMPRESS_LIMIT = 256 * 1024 * 1024  # bigger files: their framing only
 _CODEC_CONF = "spark.sql.streaming.stateStore.compression.codec"
 
 
-def read_steps(store, checkpoint: str) -> Optional[Dict[str, Any]]:
+def read_steps(store: Any, checkpoint: str) -> Optional[Dict[str, Any]]:
     """The steps file's content, or None when there is none; a
     ``CheckpointError`` (a ``ConfigError``) naming it when it is damaged."""
     path = join_path(checkpoint, STEPS_FILE)
@@ -71,7 +71,7 @@ def read_steps(store, checkpoint: str) -> Optional[Dict[str, Any]]:
     return saved
 
 
-def check_logs(store, checkpoint: str, steps: Sequence[str] = ()) -> None:
+def check_logs(store: Any, checkpoint: str, steps: Sequence[str] = ()) -> None:
     """A ``CheckpointError`` naming the first damaged log file a restart
     reads: the newest two files of ``offsets/``, the newest of ``commits/``,
     and ``metadata``."""
@@ -83,8 +83,8 @@ def check_logs(store, checkpoint: str, steps: Sequence[str] = ()) -> None:
     _check_one(store, checkpoint, join_path(checkpoint, "metadata"), metadata_problem, steps)
 
 
-def _check_one(store, checkpoint, path, judge: Callable[[Optional[bytes]], Optional[str]],
-               steps) -> None:
+def _check_one(store: Any, checkpoint: str, path: str,
+               judge: Callable[[Optional[bytes]], Optional[str]], steps: Any) -> None:
     try:
         problem = judge(store.read_bytes(path))
         cause = None
@@ -98,18 +98,18 @@ def _check_one(store, checkpoint, path, judge: Callable[[Optional[bytes]], Optio
                               step_id=steps[0] if len(steps) == 1 else None) from cause
 
 
-def last_commit(store, checkpoint: str) -> Optional[int]:
+def last_commit(store: Any, checkpoint: str) -> Optional[int]:
     numbers = [int(e.name) for e in store.list(join_path(checkpoint, "commits"))
                if e.name.isdigit()]
     return max(numbers) if numbers else None
 
 
-def operators(store, checkpoint: str) -> List[int]:
+def operators(store: Any, checkpoint: str) -> List[int]:
     return sorted(int(e.name) for e in store.list(join_path(checkpoint, "state"))
                   if e.name.isdigit())
 
 
-def state_damage(spark, checkpoint: str, operator: int, version: Optional[int] = None
+def state_damage(spark: Any, checkpoint: str, operator: int, version: Optional[int] = None
                  ) -> Tuple[List[str], Dict[str, str]]:
     """The files of ``state/<operator>`` that keep Spark from loading
     ``version`` (default: the one the next micro-batch and the state reader
@@ -155,7 +155,7 @@ def state_damage(spark, checkpoint: str, operator: int, version: Optional[int] =
     return damaged, checker.problems
 
 
-def _partitions(store, folder: str) -> List[str]:
+def _partitions(store: Any, folder: str) -> List[str]:
     """The partition folders of an operator: from its ``_metadata`` (which a
     Spark Connect listing cannot see past), else its numbered folders."""
     numbered = [e.path for e in store.list(folder) if e.name.isdigit()]
@@ -173,10 +173,10 @@ def _partitions(store, folder: str) -> List[str]:
 class _FileChecker:
     """What is wrong with one state file (cached), or None."""
 
-    def __init__(self, spark, store, checkpoint: str):
+    def __init__(self, spark: Any, store: Any, checkpoint: str):
         self.spark, self.store, self.checkpoint = spark, store, checkpoint
         self.problems: Dict[str, str] = {}
-        self._sound: set = set()
+        self._sound: Set[str] = set()
         self._decompress = _decompressor(spark, _codec(store, checkpoint))
         self._ssts: Dict[str, Dict[str, int]] = {}
 
@@ -230,7 +230,7 @@ class _FileChecker:
         return None
 
 
-def _codec(store, checkpoint: str) -> str:
+def _codec(store: Any, checkpoint: str) -> str:
     """The state store codec the checkpoint was written with (its offset log)."""
     try:
         entries = sorted((e for e in store.list(join_path(checkpoint, "offsets"))
@@ -243,7 +243,7 @@ def _codec(store, checkpoint: str) -> str:
     return "lz4"
 
 
-def _decompressor(spark, codec: str) -> Optional[Callable[[bytes], bytes]]:
+def _decompressor(spark: Any, codec: str) -> Optional[Callable[[bytes], bytes]]:
     """Spark's own codec through the JVM (a classic session), else None."""
     try:
         jvm = spark.sparkContext._jvm
@@ -288,7 +288,7 @@ def spark_reason(error: BaseException) -> str:
             else repr(error))[:300]
 
 
-def explain_failure(spark, checkpoint: str, error: BaseException, *,
+def explain_failure(spark: Any, checkpoint: str, error: BaseException, *,
                     operator: Optional[int] = None,
                     steps: Optional[Dict[str, Dict[str, Any]]] = None
                     ) -> Optional[CheckpointError]:
@@ -320,7 +320,8 @@ def explain_failure(spark, checkpoint: str, error: BaseException, *,
         return None
 
 
-def _state_error(store, checkpoint, steps, operator, damaged, problems, error) -> CheckpointError:
+def _state_error(store: Any, checkpoint: str, steps: Any, operator: int, damaged: List[str],
+                 problems: Dict[str, str], error: BaseException) -> CheckpointError:
     step = step_of_operator(steps, key_fields_of_schema_file(_schema_bytes(store, checkpoint,
                                                                            operator)))
     return CheckpointError(state_message(checkpoint, step, operator, damaged, problems,
@@ -329,15 +330,17 @@ def _state_error(store, checkpoint, steps, operator, damaged, problems, error) -
                            step_id=step, files=damaged)
 
 
-def _schema_bytes(store, checkpoint: str, operator: int) -> Optional[bytes]:
+def _schema_bytes(store: Any, checkpoint: str, operator: int) -> Optional[bytes]:
     try:
-        return store.read_bytes(join_path(checkpoint, f"state/{operator}/0/_metadata/schema"))
+        schema: Optional[bytes] = store.read_bytes(
+            join_path(checkpoint, f"state/{operator}/0/_metadata/schema"))
+        return schema
     except Exception:
         return None
 
 
 @contextmanager
-def explained(spark, checkpoint: str, *, operator: Optional[int] = None,
+def explained(spark: Any, checkpoint: str, *, operator: Optional[int] = None,
               steps: Optional[Dict[str, Dict[str, Any]]] = None) -> Iterator[None]:
     """Around a Spark call on ``checkpoint``: a sparkwax error raised in a
     task comes back as itself, a damaged checkpoint as a ``CheckpointError``,

@@ -8,7 +8,7 @@ the driver (its state rows are buckets).
 from __future__ import annotations
 
 import time as wall_clock
-from typing import Any, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
 
 import pandas as pd
 
@@ -25,12 +25,17 @@ from .plan import parse_ddl, parse_schema
 from .shipping import ship_function
 from .storage import storage_for
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql import types as T
+
 _BLOB = "__sw_snapshot"
 _TIMER = "__sw_timer"
 
 
-def finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key_schema,
-                   step_id):
+def finish_packed(spark: Any, checkpoint: str, frame: DataFrame, driver: Driver,
+                  schema: T.StructType, now_ms: int, key_schema: Optional[str],
+                  step_id: str) -> DataFrame:
     """finish() for a packed step, on the driver: its state rows are buckets, so the
     key columns come from ``key_schema`` or the checkpoint's sparkwax-steps.json."""
     from pyspark.sql import types as T
@@ -38,7 +43,7 @@ def finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key_
     key_type = _packed_key_type(spark, checkpoint, key_schema, step_id)
     outputs = OutputBuilder(key_type.fieldNames(), schema, step_id)
     single = len(key_type.fields) == 1
-    emitted = []
+    emitted: List[Tuple[Any, Tuple[Any, ...], List[Any]]] = []
     with explained(spark, checkpoint):
         stored = {key: (blob, timer) for key, blob, timer, _ in packed_blobs(frame, step_id)}
     for key in sorted_keys(list(stored)):
@@ -48,11 +53,14 @@ def finish_packed(spark, checkpoint, frame, driver: Driver, schema, now_ms, key_
             emitted.append((key, (key,) if single else tuple(key), act.emits))
     out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
     if not emitted:
-        return spark.createDataFrame([], out_schema)
-    return spark.createDataFrame(outputs.frame_of(emitted), schema=out_schema)
+        empty: DataFrame = spark.createDataFrame([], out_schema)
+        return empty
+    ends: DataFrame = spark.createDataFrame(outputs.frame_of(emitted), schema=out_schema)
+    return ends
 
 
-def _packed_key_type(spark, checkpoint, key_schema, step_id):
+def _packed_key_type(spark: Any, checkpoint: str, key_schema: Optional[str],
+                     step_id: str) -> Any:
     if key_schema is None:
         steps = (read_steps(storage_for(spark), checkpoint) or {}).get("steps", {})
         if len(steps) != 1:

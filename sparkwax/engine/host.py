@@ -39,7 +39,7 @@ class StreamingHost:
         self.single_key = single_key
         self.max_snapshot_bytes = max_snapshot_bytes  # see session.max_snapshot_bytes
 
-    def __call__(self, key_values: Tuple, frames: Iterator[pd.DataFrame], state
+    def __call__(self, key_values: Tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
                  ) -> Iterator[pd.DataFrame]:
         key = plain_key(key_values, self.single_key)
         values: Sequence[Any]
@@ -95,7 +95,7 @@ def _size(count: int) -> str:
     return f"{count:,} bytes" if count < 1 << 20 else f"{count / 2**20:,.1f} MB ({count:,} bytes)"
 
 
-def arm(state, time: TimeMode, armed: int, now_ms: int) -> None:
+def arm(state: Any, time: TimeMode, armed: int, now_ms: int) -> None:
     """Set the Spark timeout that wakes a group at ``armed`` (epoch ms)."""
     how, value = time.group_state_timeout(armed, now_ms)
     if how == "timestamp":
@@ -114,7 +114,7 @@ class BoundedHost:
         self.outputs = outputs
         self.single_key = single_key
 
-    def __call__(self, key_values: Tuple, frame: pd.DataFrame) -> pd.DataFrame:
+    def __call__(self, key_values: Tuple[Any, ...], frame: pd.DataFrame) -> pd.DataFrame:
         key = plain_key(key_values, self.single_key)
         values, times, order = read_group(frame, self.layout, time_order(frame, self.layout))
         act = self.driver.activate_bounded(key, values, event_times=times, order=order)

@@ -24,12 +24,12 @@ from .progress import Follower
 class Listening:
     """``follow``'s result with a listener: ``follower`` and ``finish()``."""
 
-    def __init__(self, follower: Follower, spark, queries: Dict[str, Any]):
+    def __init__(self, follower: Follower, spark: Any, queries: Dict[str, Any]) -> None:
         self.follower = follower
         self._spark = spark
         self._queries = queries
         self._ids = {str(query.id): name for name, query in queries.items()}
-        self._ended: set = set()
+        self._ended: Set[str] = set()
         self._lock = threading.Lock()
         self._all_ended = threading.Event()
         self._listener: Optional[Any] = None
@@ -86,7 +86,7 @@ def _remove_all() -> None:
         listening._remove()
 
 
-def listen(spark, follower: Follower, queries: Dict[str, Any]) -> Optional[Listening]:
+def listen(spark: Any, follower: Follower, queries: Dict[str, Any]) -> Optional[Listening]:
     """A started ``Listening`` for ``queries`` on ``spark``, or None if this
     session takes no Python listener (the caller then polls)."""
     try:
@@ -95,20 +95,20 @@ def listen(spark, follower: Follower, queries: Dict[str, Any]) -> Optional[Liste
         return None
 
 
-def _listener_for(listening: Listening):
+def _listener_for(listening: Listening) -> Any:
     from pyspark.sql.streaming.listener import StreamingQueryListener
 
     class ProgressListener(StreamingQueryListener):
-        def onQueryStarted(self, event) -> None:
+        def onQueryStarted(self, event: Any) -> None:
             pass
 
-        def onQueryProgress(self, event) -> None:
+        def onQueryProgress(self, event: Any) -> None:
             listening.progress(str(event.progress.id), event.progress.json)
 
-        def onQueryIdle(self, event) -> None:
+        def onQueryIdle(self, event: Any) -> None:
             pass
 
-        def onQueryTerminated(self, event) -> None:
+        def onQueryTerminated(self, event: Any) -> None:
             listening.terminated(str(event.id))
 
     return ProgressListener()

@@ -55,7 +55,7 @@ class OutputBuilder:
         self._typed = [_TYPED.get(type(f.dataType)) for f in self.fields]
         self._timestamp = [isinstance(f.dataType, T.TimestampType) for f in self.fields]
 
-    def frame(self, key, key_values: Tuple[Any, ...], emits: List[Any],
+    def frame(self, key: Any, key_values: Tuple[Any, ...], emits: List[Any],
               counts: Optional[StepMetrics] = None) -> pd.DataFrame:
         return self.frame_of([(key, key_values, emits)], counts)
 
@@ -98,7 +98,8 @@ class OutputBuilder:
         fast = _fast_frame(self._index, list(data.values()), 1)
         return fast if fast is not None else pd.DataFrame(data)
 
-    def _convert(self, index: int, column: List[Any], emits: Sequence[Any], keys: "_RowKeys"):
+    def _convert(self, index: int, column: List[Any], emits: Sequence[Any],
+                 keys: "_RowKeys") -> Any:
         """One field's column, checked, as pandas hands it to Arrow."""
         types = set(map(type, column))  # C-level: most checks look at these only
         if not self.checker.column_ok(index, column, types):
@@ -127,11 +128,11 @@ class OutputBuilder:
 class _RowKeys:
     """Which key emitted output row ``i`` (only asked when a row is wrong)."""
 
-    def __init__(self, groups, counts: List[int]):
+    def __init__(self, groups: Any, counts: List[int]):
         self.groups = groups
         self.ends = list(itertools.accumulate(counts))
 
-    def key_at(self, index: int):
+    def key_at(self, index: int) -> Any:
         return self.groups[bisect.bisect_right(self.ends, index)][0]
 
 
@@ -187,7 +188,9 @@ def _fast_frame(index: pd.Index, columns: List[Any], rows: int) -> Optional[pd.D
         elif type(column) is not np.ndarray or column.ndim != 1:
             return None
         arrays.append(column)
-    return _FROM_ARRAYS(arrays, columns=index, index=_range(rows), verify_integrity=False)
+    frame: pd.DataFrame = _FROM_ARRAYS(arrays, columns=index, index=_range(rows),
+                                       verify_integrity=False)
+    return frame
 
 
 _INT_TYPES = {int, np.int64}

@@ -17,7 +17,7 @@ keys.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,9 @@ from .host import NO_TIMEOUT, arm, check_snapshot_size
 from .outputs import OutputBuilder
 from .prepack import Unpacker
 
+Times = List[Optional[int]]
+"""Rows' event times (epoch µs, None for null), as ``columns.read_group`` reads them."""
+
 BUCKET_COLUMN = "__sw_bucket"
 
 
@@ -45,7 +48,7 @@ class KeyRuns:
     __slots__ = ("keys", "positions", "bounds", "values", "times", "order", "ascending")
 
     def __init__(self, keys: List[Any], bounds: List[int], values: Sequence[Any],
-                 times: Optional[list], order: Optional[List[list]], ascending: bool = False):
+                 times: Optional[Times], order: Optional[List[List[Any]]], ascending: bool = False):
         self.ascending = ascending
         self.keys = keys
         self.positions: Dict[Any, int] = dict(zip(keys, range(len(keys))))
@@ -70,7 +73,8 @@ class KeyRuns:
                          else values[bounds[position]:bounds[position + 1]])
         return found
 
-    def rows(self, position: int) -> Tuple[Sequence[Any], Optional[list], Optional[List[list]]]:
+    def rows(self, position: int
+             ) -> Tuple[Sequence[Any], Optional[Times], Optional[List[List[Any]]]]:
         begin, end = self.bounds[position], self.bounds[position + 1]
         times, order = self.times, self.order
         return (self.values[begin:end], None if times is None else times[begin:end],
@@ -80,7 +84,7 @@ class KeyRuns:
 NO_RUNS = KeyRuns([], [0], (), None, None)
 
 
-def key_runs(frame, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
+def key_runs(frame: Any, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
     """``frame`` (a frame, or a group's chunks: a list of frames) split by
     key. Spark hands a bucket's rows with its keys interleaved; the keys are
     numbered by hashing (``pd.factorize``), and a stable argsort of those
@@ -119,7 +123,8 @@ def key_runs(frame, key_names: Sequence[str], layout: InputLayout) -> KeyRuns:
     return KeyRuns(keys, [0] + ends.tolist(), values, times, order, ascending)
 
 
-def split_by_key(frame, key_names: Sequence[str], layout: InputLayout):
+def split_by_key(frame: Any, key_names: Sequence[str], layout: InputLayout
+                 ) -> Iterator[Tuple[Any, ...]]:
     """Yield ``(key_values, values, event_times, order)`` per key of ``frame``
     (see ``key_runs``)."""
     runs = key_runs(frame, key_names, layout)
@@ -160,7 +165,8 @@ class PackedHost:
         self.single = len(self.key_names) == 1
         self.buckets = buckets
 
-    def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
+    def __call__(self, bucket_key: Tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
+                 ) -> Iterator[pd.DataFrame]:
         bucket = self._restore(state)
         frame = self._input(frames) if not state.hasTimedOut else _drain(frames)
         with fewer_collections():
@@ -168,12 +174,13 @@ class PackedHost:
         if out is not None:
             yield out
 
-    def _input(self, frames: Iterator[pd.DataFrame]):
+    def _input(self, frames: Iterator[pd.DataFrame]
+               ) -> Union[List[pd.DataFrame], pd.DataFrame]:
         """The bucket's rows: its chunks (a list of frames), or the frame
         unpacked from them when the rows were packed before the shuffle."""
         return list(frames) if self.unpack is None else self.unpack(frames)
 
-    def _run(self, bucket: Bucket, frame, state) -> Optional[pd.DataFrame]:
+    def _run(self, bucket: Bucket, frame: Any, state: Any) -> Optional[pd.DataFrame]:
         """Every key of the bucket that runs, then the commit; the call's
         output frame (None: nothing to send)."""
         now_ms = self.driver.now_ms(state.getCurrentWatermarkMs,
@@ -196,7 +203,7 @@ class PackedHost:
         return None
 
     def _run_plain(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
-                   ) -> Tuple[StepMetrics, list]:
+                   ) -> Tuple[StepMetrics, List[Any]]:
         """``keys`` through ``Driver.activate_plain_keys``, their results
         recorded in ``bucket``: the counts and the emitted groups."""
         stored, committed = bucket.entries_of(keys)
@@ -211,21 +218,21 @@ class PackedHost:
                            callback_us), emitted
 
     def _run_each(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
-                  ) -> Tuple[StepMetrics, list]:
+                  ) -> Tuple[StepMetrics, List[Any]]:
         """``keys`` one ``Driver.activate`` each (event times, ``order_by``
         or sides), their results recorded in ``bucket``: the counts and the
         emitted groups."""
         positions = runs.positions
-        no_times: Optional[list] = [] if self.layout.event_column is not None else None
+        no_times: Optional[Times] = [] if self.layout.event_column is not None else None
         activate = self.driver.activate
         single = self.single
         emitted = []
         rows = late = fired = created = discarded = emits = callback_us = 0
         timed = self.timeout_conf != NO_TIMEOUT
         values: Sequence[Any]
-        times: Optional[list] = None
+        times: Optional[Times] = None
         ascending = runs.ascending
-        order: Optional[List[list]] = None
+        order: Optional[List[List[Any]]] = None
         for key in keys:
             position = positions.get(key)
             if position is None:
@@ -254,7 +261,7 @@ class PackedHost:
             callback_us += act_us
         return StepMetrics(rows, late, fired, created, discarded, emits, callback_us), emitted
 
-    def _restore(self, state) -> Bucket:
+    def _restore(self, state: Any) -> Bucket:
         if not state.exists:
             return Bucket.empty()
         blob, buckets = state.get
@@ -271,12 +278,12 @@ class PackedHost:
                 f"read ({error}); was it written by another sparkwax version or another "
                 "step? Start from a new checkpoint (`sparkwax state clear`)") from error
 
-    def _commit(self, state, bucket: Bucket, now_ms: int) -> None:
+    def _commit(self, state: Any, bucket: Bucket, now_ms: int) -> None:
         stored, earliest = self._write(state, bucket)
         if stored and earliest is not None and self.timeout_conf != NO_TIMEOUT:
             arm(state, self.driver.time, earliest, now_ms)
 
-    def _write(self, state, bucket: Bucket) -> Tuple[bool, Optional[int]]:
+    def _write(self, state: Any, bucket: Bucket) -> Tuple[bool, Optional[int]]:
         """Store ``bucket`` (remove it when empty, refuse it when too large):
         ``(stored, the earliest armed entry)``."""
         if not len(bucket):
@@ -295,7 +302,7 @@ class PackedHost:
         state.update((blob, self.buckets))
         return True, earliest
 
-    def _key_values(self, key) -> Tuple:
+    def _key_values(self, key: Any) -> Tuple[Any, ...]:
         return (key,) if self.single else tuple(key)
 
 
@@ -310,7 +317,7 @@ class PackedBoundedHost:
         self.key_names = list(key_names)
         self.single = len(self.key_names) == 1
 
-    def __call__(self, bucket_key, frame: pd.DataFrame) -> pd.DataFrame:
+    def __call__(self, bucket_key: Any, frame: pd.DataFrame) -> pd.DataFrame:
         emitted = []
         for key_values, values, times, order in split_by_key(frame, self.key_names,
                                                              self.layout):
@@ -323,7 +330,7 @@ class PackedBoundedHost:
         return self.outputs.frame_of(emitted)
 
 
-def _drain(frames) -> pd.DataFrame:
+def _drain(frames: Any) -> pd.DataFrame:
     for _ in frames:
         pass
     return pd.DataFrame()

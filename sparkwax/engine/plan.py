@@ -8,9 +8,10 @@ values reach the logic as aware UTC datetimes whatever the session time zone.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple, Union, cast)
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -30,6 +31,12 @@ from .shipping import ship_function
 from . import two_clocks as two_clock_hosts
 from .start import STEP_METADATA
 from .storage import is_connect
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Host = Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
+"""What runs a step's groups: bounded or streaming, per key or packed."""
 
 STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
                              T.StructField("timer", T.LongType(), True)])
@@ -146,7 +153,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     if two_clocks:
         timeout = two_clock_hosts.TIMEOUT
         state_format += " two-clock"
-    function: Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
+    function: Host
     if host == "packed":
         assert buckets is not None  # _bucket_count set it above
         bucket = F.pmod(F.xxhash64(*grouped_on), F.lit(buckets)).alias(BUCKET_COLUMN)
@@ -182,15 +189,16 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
                                f"per_key/1{state_format}"))
 
 
-def _streaming_step(grouped, function, out_schema: T.StructType, state_schema, timeout: str,
-                    step_id: str, description: dict) -> DataFrame:
+def _streaming_step(grouped: Any, function: Any, out_schema: T.StructType, state_schema: Any,
+                    timeout: str,
+                    step_id: str, description: Dict[str, Any]) -> DataFrame:
     """``applyInPandasWithState`` of a host (per key or packed): its output
     carries the metrics column, which ``_observed`` turns into Spark's
     progress, and the step's description in the metadata of its other
     columns (``described``: no plan node of its own)."""
     with_metrics = T.StructType(described(out_schema, description).fields
                                 + [T.StructField(METRICS_COLUMN, metrics_type())])
-    result = grouped.applyInPandasWithState(
+    result: DataFrame = grouped.applyInPandasWithState(
         function, outputStructType=with_metrics, stateStructType=state_schema,
         outputMode="append", timeoutConf=timeout)
     return _observed(result, step_id)
@@ -225,8 +233,8 @@ def _never_late(projected: DataFrame, time: EventTime) -> DataFrame:
                               for name in projected.columns])
 
 
-def _prepacked(projected: DataFrame, bucket, buckets: int, time: Optional[TimeMode],
-               keys: Sequence[str], spark) -> DataFrame:
+def _prepacked(projected: DataFrame, bucket: Any, buckets: int, time: Optional[TimeMode],
+               keys: Sequence[str], spark: Any) -> DataFrame:
     """The packed step's rows as ``(bucket, payload)`` rows, packed per
     bucket before the shuffle (``prepack.pack_rows``). An event-time step
     keeps a null event-time column that carries the watermark
@@ -248,7 +256,7 @@ def _prepacked(projected: DataFrame, bucket, buckets: int, time: Optional[TimeMo
     return packed
 
 
-def _blank_event_time(time: EventTime):
+def _blank_event_time(time: EventTime) -> Column:
     """A null event-time column that keeps the step's watermark."""
     return F.lit(None).cast(T.TimestampType()).alias(time.column,
                                                       metadata={_WATERMARK: time.delay_ms})
@@ -265,7 +273,7 @@ def _observed(result: DataFrame, step_id: str) -> DataFrame:
     return observed.where(~only_counts).drop(METRICS_COLUMN)
 
 
-def _bucket_count(df, buckets: Optional[int], step_id: str) -> int:
+def _bucket_count(df: Any, buckets: Optional[int], step_id: str) -> int:
     """Default: 4 x shuffle partitions (frozen into the checkpoint, like them)."""
     if buckets is None:
         partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
@@ -275,7 +283,9 @@ def _bucket_count(df, buckets: Optional[int], step_id: str) -> int:
     return buckets
 
 
-def _step_description(step_id, keys, fields, schema, time, timeout, state) -> dict:
+def _step_description(step_id: str, keys: Sequence[str], fields: Mapping[str, T.StructField],
+                      schema: T.StructType, time: TimeMode, timeout: str,
+                      state: str) -> Dict[str, Any]:
     """What a checkpoint must keep stable for this step (see start.py)."""
     return {
         "step_id": step_id,
@@ -290,7 +300,7 @@ def _step_description(step_id, keys, fields, schema, time, timeout, state) -> di
     }
 
 
-def described(schema: T.StructType, description: dict) -> T.StructType:
+def described(schema: T.StructType, description: Dict[str, Any]) -> T.StructType:
     """``schema`` with the step's description as every field's metadata
     (``start.step_descriptions`` reads it back): given to
     ``applyInPandasWithState`` as its output type, the step's output
@@ -306,35 +316,40 @@ def described(schema: T.StructType, description: dict) -> T.StructType:
                          for f in schema.fields])
 
 
-def _as_function(host, spark):
+def _as_function(host: Host, spark: Any) -> Callable[..., Any]:
     """PySpark inspects the function's signature: hand it a plain function,
     with sparkwax shipped to ``spark``'s workers."""
     if isinstance(host, (BoundedHost, PackedBoundedHost)):
-        def run_bounded_group(key, frame):
+        def run_bounded_group(key: Tuple[Any, ...], frame: pd.DataFrame) -> pd.DataFrame:
             return host(key, frame)
         return ship_function(spark, run_bounded_group)
 
-    def run_streaming_group(key, frames, state):
-        return host(key, frames, state)
+    def run_streaming_group(key: Tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
+                            ) -> Iterator[pd.DataFrame]:
+        out: Iterator[pd.DataFrame] = host(key, frames, state)
+        return out
     return ship_function(spark, run_streaming_group)
 
 
-def _project(df, keys, value_names, order, fields, time):
+def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
+             order: Sequence[str], fields: Mapping[str, T.StructField],
+             time: Optional[TimeMode]) -> DataFrame:
     """Key, value and order columns; timestamps as epoch µs (event column kept
     as a timestamp for the watermark, plus its µs copy)."""
     wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
     event = isinstance(time, EventTime)
+    event_column = cast(EventTime, time).column if event else ""
     columns = []
     for name in wanted:
         column = F.col(f"`{name}`")
         if name not in keys and isinstance(fields[name].dataType, T.TimestampType) and not (
-                event and name == time.column):
+                event and name == event_column):
             column = F.unix_micros(column).alias(name)
         columns.append(column)
     if event:
-        if time.column not in wanted:
-            columns.append(F.col(f"`{time.column}`"))
-        columns.append(F.unix_micros(F.col(f"`{time.column}`")).alias(_EVENT_US))
+        if event_column not in wanted:
+            columns.append(F.col(f"`{event_column}`"))
+        columns.append(F.unix_micros(F.col(f"`{event_column}`")).alias(_EVENT_US))
     return df.select(*columns)
 
 
@@ -359,7 +374,7 @@ def _holds_array(data_type: T.DataType) -> bool:
     return False
 
 
-def parse_schema(df, schema, step_id: str) -> T.StructType:
+def parse_schema(df: Any, schema: Any, step_id: str) -> T.StructType:
     if isinstance(schema, T.StructType):
         return schema
     if isinstance(schema, str):
@@ -374,15 +389,17 @@ def parse_schema(df, schema, step_id: str) -> T.StructType:
                       f"got {schema!r}")
 
 
-def parse_ddl(spark, ddl: str) -> T.DataType:
+def parse_ddl(spark: Any, ddl: str) -> T.DataType:
     """``"a long, b string"`` as a StructType, parsed by ``spark`` (a Spark
     Connect client has no local parser: the server parses it)."""
     if is_connect(spark):
-        return spark.createDataFrame([], ddl).schema
+        parsed: T.DataType = spark.createDataFrame([], ddl).schema
+        return parsed
     return T.StructType.fromDDL(ddl)
 
 
-def _require_columns(step_id: str, role: str, names, fields) -> None:
+def _require_columns(step_id: str, role: str, names: Sequence[str],
+                     fields: Mapping[str, T.StructField]) -> None:
     missing = [n for n in names if n not in fields]
     if missing:
         raise ConfigError(f"step {step_id!r}: {role} names missing column(s) {missing}; "

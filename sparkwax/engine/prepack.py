@@ -18,7 +18,7 @@ every late row reaches the driver, which drops and counts it.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, List
+from typing import Any, Callable, Iterable, Iterator, List
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,7 @@ PAYLOAD = "__sw_rows"
 """The packed row's column holding its bucket's rows (an Arrow IPC stream)."""
 
 
-def pack_rows(bucket_column: str, buckets: int):
+def pack_rows(bucket_column: str, buckets: int) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function: each Arrow batch as one ``(bucket,
     payload)`` row per bucket in it, the payload being the bucket's rows
     (every column but ``bucket_column``) in their order.
@@ -41,7 +41,7 @@ def pack_rows(bucket_column: str, buckets: int):
     ...                               for p in out.column(PAYLOAD).to_pylist()]
     ([0, 1], [['b'], ['a', 'a']])
     """
-    def pack(batches: Iterable) -> Iterator:
+    def pack(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         for batch in batches:
@@ -50,7 +50,7 @@ def pack_rows(bucket_column: str, buckets: int):
     return pack
 
 
-def packed_batch(pa, batch, bucket_column: str, buckets: int):
+def packed_batch(pa: Any, batch: Any, bucket_column: str, buckets: int) -> Any:
     """One Arrow batch's rows, one IPC payload per bucket (see ``pack_rows``)."""
     numbers = batch.column(bucket_column).to_numpy(zero_copy_only=False)
     rows = batch.drop_columns([bucket_column])
@@ -72,7 +72,7 @@ def packed_batch(pa, batch, bucket_column: str, buckets: int):
                                       names=[bucket_column, PAYLOAD])
 
 
-def read_payload(payload):
+def read_payload(payload: Any) -> Any:
     """A payload's rows as one Arrow table."""
     import pyarrow as pa
 
@@ -94,7 +94,7 @@ class Unpacker:
         import pyarrow as pa
         from pyspark.sql.conversion import ArrowBatchTransformer
 
-        tables: List = [read_payload(payload) for chunk in chunks if len(chunk)
+        tables: List[Any] = [read_payload(payload) for chunk in chunks if len(chunk)
                         for payload in _column_values(chunk, PAYLOAD)]
         if not tables:
             return pd.DataFrame()

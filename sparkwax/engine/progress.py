@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, TextIO
+from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO, Tuple
 
 from ..metrics import steps_in
 from .stopping import end_after_batch, execution
@@ -72,7 +72,7 @@ def printer(out: Optional[TextIO] = None) -> Say:
     return say
 
 
-def query_name(query) -> str:
+def query_name(query: Any) -> str:
     """A query's name; else, for a query ``sw.start`` returned, its steps'
     ids; else its id's first 8 characters.
 
@@ -142,7 +142,7 @@ class Following(threading.Thread):
             self.join(timeout)
 
 
-def follow(queries, *, say: Optional[Say] = None, interval: float = 0.2):
+def follow(queries: Any, *, say: Optional[Say] = None, interval: float = 0.2) -> Any:
     """Print progress lines until every query has stopped.
 
     ``queries``: one query, a list, or a ``{name: query}`` dict. Queries
@@ -168,19 +168,23 @@ def follow(queries, *, say: Optional[Say] = None, interval: float = 0.2):
     return thread
 
 
+Entry = Tuple[str, Any, Say, Optional["Follower"]]  # name, query, its printer, its follower
+
+
 class _Stopper:
     """The process's one SIGINT/SIGTERM handler for every query given to
     ``stop_on_signals`` (an app that starts two queries gets one handler
     stopping both, not two handlers each stopping its own)."""
 
-    def __init__(self, signals, wait_seconds: float, before: Optional["_Stopper"] = None):
+    def __init__(self, signals: Tuple[int, ...], wait_seconds: float,
+                 before: Optional["_Stopper"] = None) -> None:
         self.signals = tuple(signals)
         self.wait_seconds = wait_seconds
         self.previous = {number: signal.getsignal(number) for number in self.signals}
         if before is not None and before.signals == self.signals and all(
                 handler == before.handler for handler in self.previous.values()):
             self.previous = dict(before.previous)  # replaces a finished one: its own before
-        self.entries: list = []  # (name, query, say, follower)
+        self.entries: List[Entry] = []
         self.stopping, self.done = threading.Event(), threading.Event()
         self.reason = ""
         self._lock = threading.RLock()  # the handler may run while the main thread adds
@@ -205,7 +209,7 @@ class _Stopper:
             self._stop_thread(entry)
         return True
 
-    def handler(self, number, frame) -> None:
+    def handler(self, number: int, frame: Any) -> None:
         # Runs in the main thread, maybe inside a py4j call (awaitTermination):
         # no Spark call here, only threads (each has its own py4j connection).
         if self.done.is_set():  # ours no more: what the old handler does
@@ -228,13 +232,13 @@ class _Stopper:
         for entry in entries:  # at the same time: none waits for another's batch
             self._stop_thread(entry)
 
-    def _stop_thread(self, entry) -> None:
+    def _stop_thread(self, entry: Entry) -> None:
         # not a daemon: the program does not end before the "stopped" line
         thread = threading.Thread(target=self._stop_one, args=entry, name="sparkwax-stop")
         _STOPS[id(entry[1])] = thread
         thread.start()
 
-    def _stop_one(self, name: str, query, say: Say, follower: Optional[Follower]) -> None:
+    def _stop_one(self, name: str, query: Any, say: Say, follower: Optional[Follower]) -> None:
         deadline = time.monotonic() + self.wait_seconds
         jvm = execution(query)
         if jvm is not None:  # a classic query: Spark ends it after the batch in flight
@@ -273,8 +277,8 @@ _STOPPER_LOCK = threading.Lock()
 _STOPS: Dict[int, threading.Thread] = {}  # id(query) -> the thread stopping it
 
 
-def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float = 60.0,
-                    signals=(signal.SIGINT, signal.SIGTERM),
+def stop_on_signals(queries: Any, *, say: Optional[Say] = None, wait_seconds: float = 60.0,
+                    signals: Tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
                     follower: Optional[Follower] = None) -> bool:
     """Stop ``queries`` between micro-batches on SIGINT/SIGTERM (main thread
     only; returns False elsewhere). Every query given to this function (by
@@ -300,7 +304,7 @@ def stop_on_signals(queries, *, say: Optional[Say] = None, wait_seconds: float =
     return True
 
 
-def wait_for_stop(query, timeout: float = 120.0) -> None:
+def wait_for_stop(query: Any, timeout: float = 120.0) -> None:
     """Wait for the "stopped" line of a graceful stop of ``query`` under
     way (``sw.start``'s ``awaitTermination`` does, so the line comes before
     what the app prints next)."""
@@ -311,20 +315,20 @@ def wait_for_stop(query, timeout: float = 120.0) -> None:
             _STOPS.pop(id(query), None)
 
 
-def _stop_now(queries) -> None:
+def _stop_now(queries: List[Any]) -> None:
     for query in queries:  # Spark's stop(): interrupts a batch still running
         if _alive(query):
             query.stop()
 
 
-def _stopped_line(reason: str, name: str, query) -> str:
+def _stopped_line(reason: str, name: str, query: Any) -> str:
     last = _last_batch(query)
     committed = f"last batch {last}" if last >= 0 else "no batch yet"
     return (f"sparkwax: {reason}: stopped query {name!r} ({committed}); start it "
             f"again with the same checkpoint to resume")
 
 
-def _alive(query) -> bool:
+def _alive(query: Any) -> bool:
     """Still running: a classic query whose state says TERMINATED may still
     be finishing its batch."""
     jvm = execution(query)
@@ -336,14 +340,14 @@ def _alive(query) -> bool:
     return bool(query.isActive)
 
 
-def _failed(query) -> bool:
+def _failed(query: Any) -> bool:
     try:
         return query.exception() is not None
     except Exception:  # cannot tell: say the line
         return False
 
 
-def _delegate(handler, number, frame) -> None:
+def _delegate(handler: Any, number: int, frame: Any) -> None:
     """Do what the handler before ours would have done."""
     if callable(handler):
         handler(number, frame)
@@ -354,19 +358,19 @@ def _delegate(handler, number, frame) -> None:
         os.kill(os.getpid(), number)
 
 
-def _last_batch(query) -> int:
+def _last_batch(query: Any) -> int:
     progress = query.lastProgress
     return int(progress["batchId"]) if progress else -1
 
 
-def _busy(query) -> bool:
+def _busy(query: Any) -> bool:
     try:
         return bool(query.status.get("isTriggerActive"))
     except Exception:  # a query that just stopped
         return False
 
 
-def _named(queries) -> Dict[str, Any]:
+def _named(queries: Any) -> Dict[str, Any]:
     if isinstance(queries, dict):
         return dict(queries)
     if not isinstance(queries, (list, tuple)):

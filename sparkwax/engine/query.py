@@ -30,7 +30,7 @@ from .storage import storage_for
 class Query:
     """Spark's ``StreamingQuery`` whose failures arrive as sparkwax errors."""
 
-    def __init__(self, spark_query, spark, checkpoint: str,
+    def __init__(self, spark_query: Any, spark: Any, checkpoint: str,
                  steps: Optional[Dict[str, Dict[str, Any]]] = None):
         self.spark_query = spark_query
         self._spark = spark
@@ -74,9 +74,12 @@ class Query:
         """Spark's ``awaitTermination``; a failure as its sparkwax error."""
         try:
             with self._explained():
+                ended: Optional[bool]
                 if timeout is None:
-                    return self.spark_query.awaitTermination()
-                return self.spark_query.awaitTermination(timeout)
+                    ended = self.spark_query.awaitTermination()
+                    return ended
+                ended = self.spark_query.awaitTermination(timeout)
+                return ended
         finally:
             self._print_progress()
 

@@ -18,7 +18,7 @@ import math
 import sys
 import time as wall_clock
 from dataclasses import dataclass
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from pyspark.sql import functions as F
@@ -63,7 +63,7 @@ class SinkUnit:
     files: int = 0
 
 
-def _log_files(store, folder: str) -> Dict[Tuple[int, bool], str]:
+def _log_files(store: Any, folder: str) -> Dict[Tuple[int, bool], str]:
     """``{(number, compact): path}`` of the log files in ``folder``."""
     found = {}
     for entry in store.list(folder):
@@ -73,18 +73,18 @@ def _log_files(store, folder: str) -> Dict[Tuple[int, bool], str]:
     return found
 
 
-def read_offsets(store, checkpoint: str) -> Dict[int, OffsetEntry]:
+def read_offsets(store: Any, checkpoint: str) -> Dict[int, OffsetEntry]:
     return {number: parse_offsets(number, store.read_text(path), path)
             for (number, _), path in _log_files(store, join_path(checkpoint, "offsets")).items()}
 
 
-def read_commits(store, checkpoint: str) -> Dict[int, int]:
+def read_commits(store: Any, checkpoint: str) -> Dict[int, int]:
     """``{batch id: next batch's watermark}`` from the commit log."""
     return {number: parse_commit(store.read_text(path), path)
             for (number, _), path in _log_files(store, join_path(checkpoint, "commits")).items()}
 
 
-def read_plan(spark, checkpoint: str) -> CheckpointPlan:
+def read_plan(spark: Any, checkpoint: str) -> CheckpointPlan:
     """The micro-batches of ``checkpoint`` (a query with one file source)."""
     from .checkpoint import require_checkpoint  # not at the top: start.py imports this module
 
@@ -100,7 +100,8 @@ def read_plan(spark, checkpoint: str) -> CheckpointPlan:
     return CheckpointPlan(checkpoint, batches, commits[last] if last is not None else 0)
 
 
-def _reader(spark, source_format: str, source_schema, options: Optional[Mapping[str, str]]):
+def _reader(spark: Any, source_format: str, source_schema: Any,
+            options: Optional[Mapping[str, str]]) -> Any:
     if source_format.lower() not in SUPPORTED_FORMATS:
         raise ConfigError(
             f"replay reads the input files of Spark's file source (formats "
@@ -135,8 +136,8 @@ def path_mapper(path_map: Optional[Mapping[str, str]]) -> Callable[[str], str]:
     return move
 
 
-def read_inputs(spark, batches: Sequence[PlannedBatch], *, source_format: str,
-                source_schema=None, source_options: Optional[Mapping[str, str]] = None,
+def read_inputs(spark: Any, batches: Sequence[PlannedBatch], *, source_format: str,
+                source_schema: Any=None, source_options: Optional[Mapping[str, str]] = None,
                 transform: Optional[Callable[[Any], Any]] = None,
                 path_map: Optional[Mapping[str, str]] = None) -> Dict[int, InputBatch]:
     """Each data batch's rows, read with Spark from the files its log entries
@@ -170,7 +171,7 @@ def read_inputs(spark, batches: Sequence[PlannedBatch], *, source_format: str,
     return found
 
 
-def _load(reader, paths: List[str]):
+def _load(reader: Any, paths: List[str]) -> Any:
     hadoop_paths = [_hadoop_path(p) for p in paths]
     try:
         return reader.load(hadoop_paths)
@@ -189,7 +190,7 @@ def _hadoop_path(logged: str) -> str:
     return unquote(logged)
 
 
-def _collect(frame) -> Tuple[List[str], List[Dict[str, Any]]]:
+def _collect(frame: Any) -> Tuple[List[str], List[Dict[str, Any]]]:
     """``frame``'s columns and rows as plain Python values (top-level
     timestamps exactly, through epoch microseconds)."""
     fields = frame.schema.fields
@@ -206,11 +207,11 @@ def _collect(frame) -> Tuple[List[str], List[Dict[str, Any]]]:
     return [n for n in names if n != FILE_COLUMN], plain
 
 
-def _micros(value):
+def _micros(value: Any) -> Optional[datetime]:
     return None if value is None else EPOCH + timedelta(microseconds=int(value))
 
 
-def _value(value, data_type, top: bool = False):
+def _value(value: Any, data_type: Any, top: bool = False) -> Any:
     """A collected value as the step's function sees it (dicts for structs,
     bytes for binary, aware UTC datetimes, None for a top-level NaN)."""
     if value is None:
@@ -231,7 +232,7 @@ def _value(value, data_type, top: bool = False):
     return value
 
 
-def output_type(spark, output_schema) -> T.StructType:
+def output_type(spark: Any, output_schema: Any) -> T.StructType:
     """The step's output schema as a StructType."""
     from .plan import parse_ddl  # not at the top: start.py imports this module
 
@@ -248,7 +249,7 @@ def output_type(spark, output_schema) -> T.StructType:
                       f"{output_schema!r}")
 
 
-def read_sink(spark, sink: str, *, sink_format: str = "parquet", sink_schema=None,
+def read_sink(spark: Any, sink: str, *, sink_format: str = "parquet", sink_schema: Any=None,
               sink_options: Optional[Mapping[str, str]] = None,
               path_map: Optional[Mapping[str, str]] = None) -> List[SinkUnit]:
     """The rows ``sink`` committed per micro-batch: Spark's file sink (its
@@ -301,7 +302,7 @@ def read_sink(spark, sink: str, *, sink_format: str = "parquet", sink_schema=Non
 
 # -- keeping a file source's batch plan across a restart ----------------------
 
-def keep_batch_plan(spark, checkpoint: str, *, say: Optional[Callable[[str], None]] = None,
+def keep_batch_plan(spark: Any, checkpoint: str, *, say: Optional[Callable[[str], None]] = None,
                     settle_seconds: float = 2.0) -> Optional[int]:
     """Before a restart: if the query stopped after its file source had logged
     the files of the next micro-batch but before Spark wrote that batch's
@@ -344,7 +345,7 @@ def keep_batch_plan(spark, checkpoint: str, *, say: Optional[Callable[[str], Non
     return batch_id
 
 
-def _orphans(store, checkpoint: str, sources: str
+def _orphans(store: Any, checkpoint: str, sources: str
              ) -> Optional[Tuple[int, int, int, OffsetEntry, int]]:
     """``(batch id, first, last, previous offsets, watermark)`` of a batch the
     file source logged but the offset log does not have (reads the newest

@@ -9,7 +9,7 @@ values, ``collect``...) need the input's columns in their ``output_schema``:
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import List, Tuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from ..builders import KeySpec, key_list
 
-def ddl(data_type) -> str:
+def ddl(data_type: T.DataType) -> str:
     """A Spark data type as DDL, field names quoted (nested types included)."""
     if isinstance(data_type, T.StructType):
         inner = ", ".join(f"{_quote(f.name)}: {ddl(f.dataType)}" for f in data_type.fields)
@@ -29,19 +29,19 @@ def ddl(data_type) -> str:
     return data_type.simpleString()
 
 
-def value_columns(df, key: KeySpec):
+def value_columns(df: DataFrame, key: KeySpec) -> List[T.StructField]:
     """The fields of ``df`` other than the key columns (what a logic receives)."""
     keys = set(key_list(key))
     return [f for f in df.schema.fields if f.name not in keys]
 
 
-def value_fields(df, key: KeySpec) -> str:
+def value_fields(df: DataFrame, key: KeySpec) -> str:
     """DDL of ``df``'s non-key columns, as top-level output fields: use it as
     ``output_schema`` for an operator that emits its input values."""
     return ", ".join(f"{_quote(f.name)} {ddl(f.dataType)}" for f in value_columns(df, key))
 
 
-def value_struct(df, key: KeySpec) -> str:
+def value_struct(df: DataFrame, key: KeySpec) -> str:
     """DDL type ``struct<...>`` of ``df``'s non-key columns: a field type for a
     nested input value (late window values, ``collect`` lists...)."""
     inner = ", ".join(f"{_quote(f.name)}: {ddl(f.dataType)}" for f in value_columns(df, key))

@@ -26,9 +26,12 @@ import logging
 import os
 import re
 import sys
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .prepack import Unpacker
 
 _HADOOP_PREFIX = "spark.hadoop."
 _LOG = logging.getLogger("sparkwax")
@@ -46,7 +49,7 @@ STATE_STORES = {
 def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
                   shuffle_partitions: Optional[int] = None, state_store: Optional[str] = None,
                   log_level: Optional[str] = None, conf: Optional[Dict[str, str]] = None,
-                  remote: Optional[str] = None):
+                  remote: Optional[str] = None) -> Any:
     """Get or create a SparkSession: ``shuffle.partitions`` = cores (Spark's
     200 costs ~20 s per micro-batch on 2 cores), UI off, Arrow on, UTC session
     time zone, workers on this interpreter, Spark's logs at ``log_level``
@@ -200,7 +203,7 @@ def parse_bytes(text: str) -> int:
     return int(found.group(1)) << (10 * " kmgtp".index(found.group(2) or " "))
 
 
-def max_snapshot_bytes(spark) -> Optional[int]:
+def max_snapshot_bytes(spark: Any) -> Optional[int]:
     """The largest encoded snapshot (or packed bucket) a step may store on
     ``spark``: ``spark.sparkwax.maxSnapshotBytes`` when set (``0`` for no
     limit), else a sixteenth of a task's share of the JVM heap that runs it
@@ -229,7 +232,7 @@ def max_snapshot_bytes(spark) -> Optional[int]:
     return max(_MIN_SNAPSHOT_LIMIT, min(_MAX_SNAPSHOT_LIMIT, heap // (SNAPSHOT_SHARE * slots)))
 
 
-def _jvm_heap(spark) -> Optional[int]:
+def _jvm_heap(spark: Any) -> Optional[int]:
     try:
         return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
     except Exception:  # Spark Connect: no JVM here
@@ -238,7 +241,8 @@ def _jvm_heap(spark) -> Optional[int]:
 
 def connect_session(remote: str, *, app_name: str = "sparkwax",
                     shuffle_partitions: Optional[int] = None,
-                    state_store: Optional[str] = None, conf: Optional[Dict[str, str]] = None):
+                    state_store: Optional[str] = None, conf: Optional[Dict[str, str]] = None
+                    ) -> Any:
     """A Spark Connect session to ``remote`` with sparkwax's session defaults.
     Static settings (UI, driver options) belong to the server and are left alone."""
     from pyspark.sql import SparkSession
@@ -273,10 +277,10 @@ def connect_session(remote: str, *, app_name: str = "sparkwax",
     return spark
 
 
-def _server_cores(spark) -> Optional[int]:
+def _server_cores(spark: Any) -> Optional[int]:
     """Task slots of a Connect server: N of its local[N] master or its
     spark.cores.max; None when unknown (the server's own setting stays)."""
-    def conf(name):
+    def conf(name: str) -> str:
         try:
             return spark.conf.get(name, "") or ""
         except Exception:  # a server that hides its static confs
@@ -338,7 +342,7 @@ PREPACK_CONF = "spark.sparkwax.packed.prepack"
 _PREFER_INT_EXT = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
 
 
-def packed_unpacker(spark):
+def packed_unpacker(spark: Any) -> Optional[Unpacker]:
     """How a packed step on ``spark`` reads rows packed before the shuffle
     (``prepack.Unpacker``, with the session's time zone and pandas integer
     conf, as pyspark converts a group), or None: ``spark.sparkwax.packed.prepack``

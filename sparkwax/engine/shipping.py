@@ -49,7 +49,7 @@ import os
 import sys
 import tempfile
 import zipfile
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ConfigError
 
@@ -67,7 +67,7 @@ _ATTRIBUTE = "_sparkwax_shipped"
 _ZIPPED = "_sparkwax_zipped"  # the executors import sparkwax from a zip (shipped or --py-files)
 
 log = logging.getLogger("sparkwax.shipping")
-_built: Dict[str, Tuple[tuple, str]] = {}  # package dir -> (fingerprint, zip path)
+_built: Dict[str, Tuple[Tuple[Any, ...], str]] = {}  # package dir -> (fingerprint, zip path)
 _connect_shipped: Dict[object, str] = {}  # Connect session id -> zip path ("" = not shipped)
 _zip_bytes: Dict[str, bytes] = {}          # zip path -> its bytes, for carried functions
 
@@ -198,7 +198,7 @@ def ship_decision(master: Optional[str], conf_value: Optional[str],
     return True, f"master {master} runs executors in their own Python"
 
 
-def ensure_shipped(spark) -> Optional[str]:
+def ensure_shipped(spark: Any) -> Optional[str]:
     """Make sparkwax importable on ``spark``'s executors; called when a step is
     planned. Returns the shipped zip's path (now or earlier in this
     SparkContext), or None when nothing needs shipping. Where the executors
@@ -229,12 +229,14 @@ def pickle_unshipped_by_value() -> None:
     for name in UNSHIPPED:
         package = sys.modules.get(f"{root}.{name}")
         if package is not None:
-            cloudpickle.register_pickle_by_value(package)
+            # pyspark's bundled cloudpickle has no annotations (only --strict minds)
+            cloudpickle.register_pickle_by_value(  # type: ignore[no-untyped-call, unused-ignore]
+                package)
 
 
-def _ship_to_context(spark, sc) -> Optional[str]:
+def _ship_to_context(spark: Any, sc: Any) -> Optional[str]:
     """ensure_shipped for a classic session: ``addPyFile``, once per SparkContext."""
-    shipped = getattr(sc, _ATTRIBUTE, None)
+    shipped: Optional[str] = getattr(sc, _ATTRIBUTE, None)
     if shipped is not None:
         return shipped or None
     included = list(getattr(sc, "_python_includes", None) or [])
@@ -254,7 +256,7 @@ def _ship_to_context(spark, sc) -> Optional[str]:
     return path
 
 
-def ship_function(spark, function: Callable) -> Callable:
+def ship_function(spark: Any, function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` (a step's pandas function) as ``spark``'s workers need it:
     sparkwax shipped first (``ensure_shipped``), and over Spark Connect the zip
     carried inside the function (``carrier.carry``: Spark does not put session
@@ -275,7 +277,7 @@ def ship_function(spark, function: Callable) -> Callable:
     return carry(function, zip_bytes=_zip_bytes[path], zip_name=os.path.basename(path))
 
 
-def _ship_to_connect(spark) -> Optional[str]:
+def _ship_to_connect(spark: Any) -> Optional[str]:
     """ensure_shipped for a Spark Connect session: an artifact, once per session."""
     session_id = getattr(spark, "session_id", None) or id(spark)
     if session_id in _connect_shipped:
@@ -308,7 +310,7 @@ def _imported_from_zip() -> Optional[str]:
     """The archive sparkwax was imported from (a shipped zip), if any."""
     import sparkwax
 
-    archive = getattr(getattr(sparkwax, "__loader__", None), "archive", None)
+    archive: Optional[str] = getattr(getattr(sparkwax, "__loader__", None), "archive", None)
     if archive and os.path.isfile(archive) and _is_sparkwax_zip(archive):
         return archive
     return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..checkpoint_files import STEPS_FILE
 from ..errors import ConfigError
@@ -28,6 +28,9 @@ from .session import STATE_STORES
 from .state.rescale import finish_interrupted
 from .storage import is_connect, join_path, storage_for
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 _LOG = logging.getLogger("sparkwax")
 
 STEP_METADATA = "sparkwax.step"
@@ -35,7 +38,7 @@ STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 _FROZEN_CONFS = ("spark.sql.shuffle.partitions", STORE_CONF)
 
 
-def step_descriptions(frame) -> List[Dict[str, Any]]:
+def step_descriptions(frame: DataFrame) -> List[Dict[str, Any]]:
     """The sparkwax step descriptions carried by ``frame``'s columns."""
     found: Dict[str, Dict[str, Any]] = {}
     for field in frame.schema.fields:
@@ -45,8 +48,9 @@ def step_descriptions(frame) -> List[Dict[str, Any]]:
     return [found[name] for name in sorted(found)]
 
 
-def check_checkpoint(store, checkpoint: str, steps: List[Dict[str, Any]],
-                     confs: Dict[str, str], sink: Optional[Dict[str, str]] = None) -> None:
+def check_checkpoint(store: Any, checkpoint: str, steps: List[Dict[str, Any]],
+                     confs: Dict[str, Optional[str]],
+                     sink: Optional[Dict[str, str]] = None) -> None:
     """Compare with what the checkpoint was started with; record it the first
     time. ``store`` is the session's storage (``storage_for(spark)``). A
     damaged steps file, offset or commit log is a ``CheckpointError`` naming
@@ -138,11 +142,12 @@ def _conf_value(name: str, confs: Dict[str, Any]) -> Any:
     return value
 
 
-def start(frame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
+def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
           trigger: Optional[Dict[str, Any]] = None, output_mode: str = "append",
-          foreach_batch: Optional[Callable] = None, query_name: Optional[str] = None,
+          foreach_batch: Optional[Callable[[DataFrame, int], Any]] = None,
+          query_name: Optional[str] = None,
           options: Optional[Dict[str, str]] = None, progress: bool = False,
-          stop_on_signal: bool = True):
+          stop_on_signal: bool = True) -> Query:
     """Start ``frame`` as a streaming query on ``checkpoint`` after checking it.
 
     Writes to ``path`` in ``format`` (default Parquet, Spark's exactly-once

@@ -38,7 +38,7 @@ RUNNING = ("Processing new data", "No new data but cleaning up state")  # Spark'
 GROUP, BATCH = "spark.jobGroup.id", "streaming.sql.batchId"  # a stream thread's job properties
 
 
-def execution(query) -> Optional[Any]:
+def execution(query: Any) -> Optional[Any]:
     """The JVM ``StreamExecution`` of a classic query (or of a sparkwax
     ``Query`` around one), else None."""
     spark_query = getattr(query, "spark_query", query)
@@ -53,7 +53,7 @@ def execution(query) -> Optional[Any]:
         return None
 
 
-def end_after_batch(query, jvm, deadline: float, poll: float = 0.02) -> bool:
+def end_after_batch(query: Any, jvm: Any, deadline: float, poll: float = 0.02) -> bool:
     """Make ``query`` (its JVM execution ``jvm``) end after the micro-batch
     in flight; True once its thread has ended, False at ``deadline`` (the
     caller then stops it at once)."""
@@ -79,7 +79,7 @@ def end_after_batch(query, jvm, deadline: float, poll: float = 0.02) -> bool:
     return _ended(jvm, 0.0)
 
 
-def _safe_point(query, jvm) -> bool:
+def _safe_point(query: Any, jvm: Any) -> bool:
     """Not in a trigger (the next one sees the state first), or running a
     job of the batch (past Spark's last check before running it)."""
     status = query.status or {}
@@ -88,7 +88,7 @@ def _safe_point(query, jvm) -> bool:
     return status.get("message") in RUNNING and _running_job(query, jvm)
 
 
-def _running_job(query, jvm) -> bool:
+def _running_job(query: Any, jvm: Any) -> bool:
     """A job of the batch in flight is running: the scheduler's own active
     jobs (not its status store, which Spark's listener bus updates later: a
     job already done may still show there while the next batch is planned)
@@ -108,14 +108,14 @@ def _running_job(query, jvm) -> bool:
         return False
 
 
-def _in_trigger(query) -> bool:
+def _in_trigger(query: Any) -> bool:
     try:
         return bool((query.status or {}).get("isTriggerActive"))
     except Exception:  # a query that just ended
         return False
 
 
-def _terminated(current):
+def _terminated(current: Any) -> Any:
     """Spark's TERMINATED state object, found next to ``current`` (its
     package moved between Spark versions)."""
     kind = current.getClass()
@@ -123,7 +123,7 @@ def _terminated(current):
     return kind.forName(name).getField("MODULE$").get(None)
 
 
-def _ended(jvm, seconds: float) -> bool:
+def _ended(jvm: Any, seconds: float) -> bool:
     """The stream thread has ended (waiting up to ``seconds``). Not Spark's
     ``awaitTermination(timeout)``: it answers "not ACTIVE", true as soon as
     the state is set, while the batch in flight still runs."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import time as wall_clock
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Any, List, Optional, Tuple
 
 from ..errors import ConfigError
 from ..paths import join_path, scheme_of
@@ -82,12 +82,12 @@ def filesystem_error(path: str, error: BaseException) -> Optional[ConfigError]:
                        f"add {missing_filesystem_hint(scheme)}")
 
 
-def is_connect(spark) -> bool:
+def is_connect(spark: Any) -> bool:
     """True for a Spark Connect session (no JVM in this process)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def storage_for(spark) -> "HadoopStorage | SparkStorage":
+def storage_for(spark: Any) -> "HadoopStorage | SparkStorage":
     """The storage for ``spark``: Hadoop's FileSystem on a classic session,
     Spark reads and writes on a Connect session."""
     return SparkStorage(spark) if is_connect(spark) else HadoopStorage(spark)
@@ -96,12 +96,12 @@ def storage_for(spark) -> "HadoopStorage | SparkStorage":
 class HadoopStorage:
     """Hadoop ``FileSystem`` calls through the session's JVM."""
 
-    def __init__(self, spark):
+    def __init__(self, spark: Any):
         self._spark = spark
         self._jvm = spark.sparkContext._jvm
         self._conf = spark._jsparkSession.sessionState().newHadoopConf()
 
-    def _fs(self, path: str):
+    def _fs(self, path: str) -> Tuple[Any, Any]:
         hadoop_path = self._jvm.org.apache.hadoop.fs.Path(path)
         try:
             return hadoop_path.getFileSystem(self._conf), hadoop_path
@@ -139,7 +139,7 @@ class HadoopStorage:
                             for p in parts)
         return self._read_file(fs, hadoop_path)
 
-    def _read_file(self, fs, hadoop_path) -> bytes:
+    def _read_file(self, fs: Any, hadoop_path: Any) -> bytes:
         stream = fs.open(hadoop_path)
         try:
             return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
@@ -182,10 +182,10 @@ class HadoopStorage:
 class SparkStorage:
     """The same operations through Spark reads and writes (for Spark Connect)."""
 
-    def __init__(self, spark):
+    def __init__(self, spark: Any):
         self._spark = spark
 
-    def _rows(self, path: str, content: bool = False):
+    def _rows(self, path: str, content: bool = False) -> Optional[List[Any]]:
         """Rows of the files at ``path``, or None when it does not exist."""
         from pyspark.errors import AnalysisException
         from pyspark.sql import functions as F
@@ -194,7 +194,8 @@ class SparkStorage:
             frame = self._spark.read.format("binaryFile").load(path)
             columns = [F.col("path"), F.unix_millis("modificationTime").alias("modified"),
                        F.col("length")]
-            return frame.select(*columns, *(["content"] if content else [])).collect()
+            rows: List[Any] = frame.select(*columns, *(["content"] if content else [])).collect()
+            return rows
         except AnalysisException as error:
             if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
                 return None

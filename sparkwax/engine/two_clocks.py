@@ -38,7 +38,7 @@ from ..young_gc import fewer_collections
 from .bucket import NONE, Bucket
 from .columns import group_frame, plain_key, read_group
 from .host import StreamingHost, check_snapshot_size
-from .packed import PackedHost, _drain, key_runs
+from .packed import PackedHost, Times, _drain, key_runs
 
 TIMEOUT = "ProcessingTimeTimeout"
 
@@ -46,7 +46,7 @@ TIMEOUT = "ProcessingTimeTimeout"
 class TwoClockHost(StreamingHost):
     """One key per call; state row ``(snapshot, timer, deadline)``."""
 
-    def __call__(self, key_values: Tuple, frames: Iterator[pd.DataFrame], state
+    def __call__(self, key_values: Tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
                  ) -> Iterator[pd.DataFrame]:
         watermark_ms = state.getCurrentWatermarkMs()
         processing_ms = state.getCurrentProcessingTimeMs()
@@ -82,7 +82,7 @@ class TwoClockHost(StreamingHost):
 class TwoClockPackedHost(PackedHost):
     """Many keys per call; a key's ``armed`` entry in the bucket is its deadline."""
 
-    def __call__(self, bucket_key, frames, state) -> Iterator[pd.DataFrame]:
+    def __call__(self, bucket_key: Any, frames: Any, state: Any) -> Iterator[pd.DataFrame]:
         bucket = self._restore(state)
         frame = self._input(frames) if not state.hasTimedOut else _drain(frames)
         watermark_ms = state.getCurrentWatermarkMs()
@@ -94,10 +94,10 @@ class TwoClockPackedHost(PackedHost):
             if len(bucket):
                 _arm(state, _any_timer(bucket, ()), bucket_deadline(bucket), processing_ms)
             return
-        no_times: Optional[list] = [] if self.layout.event_column is not None else None
+        no_times: Optional[Times] = [] if self.layout.event_column is not None else None
         emitted = []
         counts = StepMetrics()
-        key_values: Tuple = ()
+        key_values: Tuple[Any, ...] = ()
         timers: List[Optional[int]] = []
         ran = sorted_keys(runs.keys + woken)
         with fewer_collections():  # as PackedHost: many keys' containers live to the commit
@@ -127,7 +127,7 @@ class TwoClockPackedHost(PackedHost):
         elif key_values and self.outputs.metrics:
             yield self.outputs.metrics_frame(key_values, counts)
 
-    def _commit_two_clocks(self, state, bucket: Bucket, any_timer: bool,
+    def _commit_two_clocks(self, state: Any, bucket: Bucket, any_timer: bool,
                            processing_ms: int) -> None:
         stored, earliest_deadline = self._write(state, bucket)
         if stored:
@@ -159,7 +159,7 @@ def _any_timer(bucket: Bucket, ran: Sequence[Any]) -> Optional[int]:
     return 1 if pending.any() else None
 
 
-def _arm(state, timer: Optional[int], deadline: Optional[int], processing_ms: int) -> None:
+def _arm(state: Any, timer: Optional[int], deadline: Optional[int], processing_ms: int) -> None:
     """``setTimeoutDuration`` for the next wake-up (``Deadlines.wake_ms``)."""
     duration = Deadlines.wake_ms(timer, deadline, processing_ms)
     if duration is not None:

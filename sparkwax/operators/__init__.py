@@ -40,12 +40,13 @@ from .windows import (LATE_SESSION_ID, SessionWindower, SlidingWindower, Tumblin
                       max_window, mean_window, min_window, reduce_window,
                       sum_window, window_schema)
 
-__all__ = sorted([
+__all__ = [  # a literal list (sorted), so that type checkers read it
     "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",
-    "StateTooLarge", "Tagged", "Throttled", "Timers", "TumblingWindower", "Ttl", "WindowOut",
-    "collect", "collect_window", "count_final", "count_window", "deduplicate",
-    "fold", "fold_final", "fold_window", "join_window", "joiner", "max_final",
-    "max_window", "mean_window", "min_final", "min_window", "reduce", "reduce_final",
-    "reduce_window", "rules_from", "sequence", "session", "stateful_filter",
-    "stateful_flat_map", "stateful_map", "sum_window", "tag", "throttle", "window_schema", "with_max_wait", "with_rules", "with_state_limit", "with_ttl",
-])
+    "StateTooLarge", "Tagged", "Throttled", "Timers", "Ttl", "TumblingWindower",
+    "WindowOut", "collect", "collect_window", "count_final", "count_window", "deduplicate",
+    "fold", "fold_final", "fold_window", "join_window", "joiner", "max_final", "max_window",
+    "mean_window", "min_final", "min_window", "reduce", "reduce_final", "reduce_window",
+    "rules_from", "sequence", "session", "stateful_filter", "stateful_flat_map",
+    "stateful_map", "sum_window", "tag", "throttle", "window_schema", "with_max_wait",
+    "with_rules", "with_state_limit", "with_ttl",
+]

@@ -20,32 +20,35 @@ from ``None``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, Tuple
+from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import OperatorBuilder, two_tuple
 
 Mapper = Callable[[Optional[Any], Any], Tuple[Optional[Any], Any]]
+_V = TypeVar("_V")  # a key's values
+_W = TypeVar("_W")  # what it emits
+_S = TypeVar("_S")  # its state
 
 
-class StatefulFlatMapLogic(StatefulLogic):
+class StatefulFlatMapLogic(StatefulLogic[Any, Any, Any]):
     """The logic of ``stateful_flat_map``; its snapshot is the mapper's state."""
 
     __slots__ = ("mapper", "state")
 
-    def __init__(self, mapper: Mapper, resume=None):
+    def __init__(self, mapper: Mapper, resume: Any = None) -> None:
         self.mapper = mapper
         self.state = resume
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> Tuple[Iterable[Any], bool]:
         state, outs = two_tuple(self.mapper(self.state, value), "stateful_flat_map's mapper")
         if state is None:
             return outs, DISCARD
         self.state = state
         return outs, RETAIN
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         return self.state
 
 
@@ -54,7 +57,7 @@ class StatefulMapLogic(StatefulFlatMapLogic):
 
     __slots__ = ()
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> Tuple[Iterable[Any], bool]:
         state, out = two_tuple(self.mapper(self.state, value), "stateful_map's mapper")
         if state is None:
             return [out], DISCARD
@@ -67,12 +70,13 @@ class StatefulFilterLogic(StatefulFlatMapLogic):
 
     __slots__ = ()
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> Tuple[Iterable[Any], bool]:
         result = self.mapper(self.state, value)
         if type(result) is not tuple or len(result) != 2:
             raise TypeError(f"stateful_filter's predicate must return a 2-tuple "
                             f"(new_state, keep); got {result!r}")
         state, keep = result
+        out: Tuple[Any, ...]
         if keep is True:
             out = (value,)
         elif keep is False:
@@ -86,10 +90,11 @@ class StatefulFilterLogic(StatefulFlatMapLogic):
         return out, RETAIN
 
 
-_NOTHING = ()
+_NOTHING: Tuple[()] = ()
 
 
-def stateful_map(mapper: Mapper) -> OperatorBuilder:
+def stateful_map(mapper: Callable[[Optional[_S], _V], Tuple[Optional[_S], _W]]
+                 ) -> OperatorBuilder[_V, _W, _S]:
     """Transform values one-to-one with a per-key state (Bytewax's ``stateful_map``).
 
     ``mapper(state_or_None, value) -> (new_state, out)``; ``out`` is emitted
@@ -100,8 +105,8 @@ def stateful_map(mapper: Mapper) -> OperatorBuilder:
     return OperatorBuilder("stateful_map", StatefulMapLogic, mapper)
 
 
-def stateful_flat_map(mapper: Callable[[Optional[Any], Any],
-                                       Tuple[Optional[Any], Iterable[Any]]]) -> OperatorBuilder:
+def stateful_flat_map(mapper: Callable[[Optional[_S], _V], Tuple[Optional[_S], Iterable[_W]]]
+                      ) -> OperatorBuilder[_V, _W, _S]:
     """Transform values one-to-many with a per-key state (``stateful_flat_map``).
 
     ``mapper(state_or_None, value) -> (new_state, outs)``; every value of
@@ -112,8 +117,8 @@ def stateful_flat_map(mapper: Callable[[Optional[Any], Any],
     return OperatorBuilder("stateful_flat_map", StatefulFlatMapLogic, mapper)
 
 
-def stateful_filter(predicate: Callable[[Optional[Any], Any],
-                                        Tuple[Optional[Any], bool]]) -> OperatorBuilder:
+def stateful_filter(predicate: Callable[[Optional[_S], _V], Tuple[Optional[_S], bool]]
+                    ) -> OperatorBuilder[_V, _V, _S]:
     """Keep or drop values with a per-key state.
 
     ``predicate(state_or_None, value) -> (new_state, keep)``: the value is

@@ -24,20 +24,27 @@ micro-batch's time, the same clock the engine's timers use).
 
 from __future__ import annotations
 
-from typing import Optional
+from datetime import datetime, timedelta
+from typing import Any, Iterable, List, Optional, Tuple, Union, cast
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
-from ._base import Duration, FieldSpec, OperatorBuilder, optional_timedelta, time_getter
+from ._base import (Duration, FieldSpec, OperatorBuilder, TimeOf, optional_timedelta,
+                    time_getter)
 
-_NOTHING = ()
+_NOTHING: Tuple[()] = ()
+_Emits = Tuple[Iterable[List[Any]], bool]
 
 
-class CollectLogic(StatefulLogic):
+class CollectLogic(StatefulLogic[Any, List[Any], Tuple[List[Any], Optional[datetime]]]):
     """Snapshot: ``(values, deadline)``; ``deadline`` is the latest value's
     time plus the timeout (it never moves back)."""
 
-    def __init__(self, config, resume=None):
+    values: List[Any]
+    deadline: Optional[datetime]
+
+    def __init__(self, config: Tuple[Optional[timedelta], Optional[int], Optional[TimeOf]],
+                 resume: Optional[Tuple[Iterable[Any], Optional[datetime]]] = None) -> None:
         self.timeout, self.max_size, self.time_of = config
         if resume is None:
             self.values, self.deadline = [], None
@@ -45,10 +52,10 @@ class CollectLogic(StatefulLogic):
             values, self.deadline = resume
             self.values = list(values)
 
-    def on_item(self, value):
-        emits = _NOTHING
+    def on_item(self, value: Any) -> _Emits:
+        emits: Union[Tuple[()], List[List[Any]]] = _NOTHING
         if self.timeout is not None:
-            ts = self.time_of(value)
+            ts = cast(TimeOf, self.time_of)(value)  # collect() sets both or neither
             if self.deadline is not None and ts >= self.deadline:
                 # The timeout expired before this value (its timer had not fired
                 # yet: the watermark lags): the list closes first.
@@ -61,21 +68,22 @@ class CollectLogic(StatefulLogic):
             return (emits + [self.values] if emits else [self.values]), DISCARD
         return emits, RETAIN
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return self.deadline
 
-    def on_notify(self):
+    def on_notify(self) -> _Emits:
         return [self.values], DISCARD
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits:
         return [self.values], DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[List[Any], Optional[datetime]]:
         return (list(self.values), self.deadline)
 
 
 def collect(timeout: Optional[Duration], max_size: Optional[int], *,
-            ts: FieldSpec = "ts") -> OperatorBuilder:
+            ts: FieldSpec = "ts"
+            ) -> OperatorBuilder[Any, List[Any], Tuple[List[Any], Optional[datetime]]]:
     """Emit a key's values as one list at ``max_size`` values, ``timeout``
     after the last value (by ``ts``: a field name or a callable), or at EOF.
     ``timeout=None`` or ``max_size=None`` turns that trigger off."""

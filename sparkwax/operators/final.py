@@ -19,13 +19,16 @@ form every accumulator had before; see ``_box``).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import FieldSpec, OperatorBuilder, field_getter, identity
 
-_NOTHING = ()
+_NOTHING: Tuple[()] = ()
+_V = TypeVar("_V")  # a key's values
+_A = TypeVar("_A")  # an accumulator
+_Emits = Tuple[Iterable[_A], bool]
 
 
 # -- snapshots --------------------------------------------------------------------
@@ -77,69 +80,71 @@ def _unbox(snapshot: Any) -> Any:
 # -- the logics -------------------------------------------------------------------
 
 
-class FoldFinalLogic(StatefulLogic):
+class FoldFinalLogic(StatefulLogic[_V, _A, Any]):
     """``acc = folder(acc, value)`` per value; emits ``acc`` at EOF.
 
     Snapshot: the accumulator, as in Bytewax (``(acc,)`` when it is None or a
     1-tuple: see ``_box``).
     """
 
-    def __init__(self, config, resume=None):
+    def __init__(self, config: Tuple[Callable[[], _A], Callable[[_A, _V], _A]],
+                 resume: Any = None) -> None:
         builder, self.folder = config
-        self.acc = _unbox(resume) if resume is not None else builder()
+        self.acc: _A = _unbox(resume) if resume is not None else builder()
 
-    def on_item(self, value):
+    def on_item(self, value: _V) -> _Emits[_A]:
         self.acc = self.folder(self.acc, value)
         return _NOTHING, RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits[_A]:
         return [self.acc], DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         return _box(self.acc)
 
 
-class ReduceFinalLogic(StatefulLogic):
+class ReduceFinalLogic(StatefulLogic[_V, _V, Any]):
     """The first value is the accumulator; ``reducer(acc, value)`` after that.
 
     Snapshot: the accumulator, as in Bytewax (``(acc,)`` when it is None or a
     1-tuple: see ``_box``); None before any value.
     """
 
-    def __init__(self, reducer, resume=None):
+    def __init__(self, reducer: Callable[[_V, _V], _V], resume: Any = None) -> None:
         self.reducer = reducer
-        self.acc = None if resume is None else (_unbox(resume),)  # (acc,) once a value arrived
+        # (acc,) once a value arrived
+        self.acc: Optional[Tuple[_V]] = None if resume is None else (_unbox(resume),)
 
-    def on_item(self, value):
+    def on_item(self, value: _V) -> _Emits[_V]:
         acc = self.acc
         self.acc = (value,) if acc is None else (self.reducer(acc[0], value),)
         return _NOTHING, RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits[_V]:
         return ([self.acc[0]] if self.acc is not None else _NOTHING), DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         return None if self.acc is None else _box(self.acc[0])
 
 
-class CountFinalLogic(StatefulLogic):
+class CountFinalLogic(StatefulLogic[Any, int, int]):
     """Counts values; emits the count at EOF. Snapshot: the count (Bytewax's)."""
 
-    def __init__(self, _config=None, resume=None):
+    def __init__(self, _config: None = None, resume: Optional[int] = None) -> None:
         self.count = resume or 0
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> _Emits[int]:
         self.count += 1
         return _NOTHING, RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits[int]:
         return [self.count], DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> int:
         return self.count
 
 
-class ExtremeFinalLogic(StatefulLogic):
+class ExtremeFinalLogic(StatefulLogic[_V, _V, Any]):
     """Keeps the max (``sign=1``) or min (``sign=-1``) value by ``by(value)``;
     a tie keeps the earlier value.
 
@@ -147,11 +152,12 @@ class ExtremeFinalLogic(StatefulLogic):
     1-tuple: see ``_box``); None before any value.
     """
 
-    def __init__(self, config, resume=None):
+    def __init__(self, config: Tuple[Callable[[_V], Any], int], resume: Any = None) -> None:
         self.by, self.sign = config
-        self.best = None if resume is None else (_unbox(resume),)  # (value,) once one arrived
+        # (value,) once one arrived
+        self.best: Optional[Tuple[_V]] = None if resume is None else (_unbox(resume),)
 
-    def on_item(self, value):
+    def on_item(self, value: _V) -> _Emits[_V]:
         best = self.best
         if best is None:
             self.best = (value,)
@@ -161,14 +167,15 @@ class ExtremeFinalLogic(StatefulLogic):
                 self.best = (value,)
         return _NOTHING, RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits[_V]:
         return ([self.best[0]] if self.best is not None else _NOTHING), DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         return None if self.best is None else _box(self.best[0])
 
 
-def fold_final(builder: Callable[[], Any], folder: Callable[[Any, Any], Any]) -> OperatorBuilder:
+def fold_final(builder: Callable[[], _A], folder: Callable[[_A, _V], _A]
+               ) -> OperatorBuilder[_V, _A, Any]:
     """``builder()`` makes a key's empty accumulator, ``folder(acc, value)``
     combines each value into it; the accumulator is emitted at EOF."""
     if not callable(builder) or not callable(folder):
@@ -176,7 +183,7 @@ def fold_final(builder: Callable[[], Any], folder: Callable[[Any, Any], Any]) ->
     return OperatorBuilder("fold_final", FoldFinalLogic, (builder, folder))
 
 
-def reduce_final(reducer: Callable[[Any, Any], Any]) -> OperatorBuilder:
+def reduce_final(reducer: Callable[[_V, _V], _V]) -> OperatorBuilder[_V, _V, Any]:
     """``reducer(acc, value)`` over a key's values (the first value starts the
     accumulator); emitted at EOF."""
     if not callable(reducer):
@@ -184,19 +191,19 @@ def reduce_final(reducer: Callable[[Any, Any], Any]) -> OperatorBuilder:
     return OperatorBuilder("reduce_final", ReduceFinalLogic, reducer)
 
 
-def count_final() -> OperatorBuilder:
+def count_final() -> OperatorBuilder[Any, int, int]:
     """The number of values per key, emitted at EOF."""
     return OperatorBuilder("count_final", CountFinalLogic, None)
 
 
-def max_final(by: FieldSpec = None) -> OperatorBuilder:
+def max_final(by: FieldSpec = None) -> OperatorBuilder[Any, Any, Any]:
     """The largest value per key (compared by ``by``: a field name or a
     callable; default the value itself), emitted at EOF. Ties keep the earlier."""
     return OperatorBuilder("max_final", ExtremeFinalLogic,
                            (field_getter(by, "by") or identity, 1))
 
 
-def min_final(by: FieldSpec = None) -> OperatorBuilder:
+def min_final(by: FieldSpec = None) -> OperatorBuilder[Any, Any, Any]:
     """The smallest value per key (see ``max_final``), emitted at EOF."""
     return OperatorBuilder("min_final", ExtremeFinalLogic,
                            (field_getter(by, "by") or identity, -1))

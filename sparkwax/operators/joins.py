@@ -25,7 +25,7 @@ order:
 from __future__ import annotations
 
 import itertools
-from typing import Any, List, Sequence, Union
+from typing import Any, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
@@ -34,8 +34,10 @@ from ..sides import tag  # noqa: F401  (tag is used in the doctest)
 
 INSERT_MODES = ("first", "last", "product")
 EMIT_MODES = ("complete", "final", "running")
-_NOTHING = ()
-_LONE_NONE = [None]
+_NOTHING: Tuple[()] = ()
+_LONE_NONE: List[Any] = [None]
+Seen = List[List[Any]]
+"""A join's values so far: one list per side, in side order."""
 
 
 class JoinConfig:
@@ -43,7 +45,11 @@ class JoinConfig:
 
     __slots__ = ("tags", "index", "insert_mode", "emit_mode")
 
-    def __init__(self, sides: Union[int, Sequence[Any]], insert_mode: str, emit_mode: str):
+    tags: Tuple[Hashable, ...]
+    index: Dict[Hashable, int]
+
+    def __init__(self, sides: Union[int, Sequence[Any]], insert_mode: str,
+                 emit_mode: str) -> None:
         if insert_mode not in INSERT_MODES:
             raise ConfigError(f"unknown join insert mode {insert_mode!r}; use one of "
                              f"{INSERT_MODES}")
@@ -62,7 +68,7 @@ class JoinConfig:
         self.insert_mode = insert_mode
         self.emit_mode = emit_mode
 
-    def side(self, item):
+    def side(self, item: Any) -> Tuple[int, Any]:
         """``(side index, value)`` of a ``(tag, value)`` item."""
         try:
             label, value = item
@@ -74,18 +80,18 @@ class JoinConfig:
             raise ValueError(f"unknown join side {label!r}; the sides are "
                              f"{list(self.tags)}") from None
 
-    def __getstate__(self):
+    def __getstate__(self) -> Tuple[Tuple[Hashable, ...], str, str]:
         return (self.tags, self.insert_mode, self.emit_mode)
 
-    def __setstate__(self, state):
-        self.__init__(*state)
+    def __setstate__(self, state: Tuple[Tuple[Hashable, ...], str, str]) -> None:
+        self.__init__(*state)  # type: ignore[misc]  # re-validates; no subclass overrides it
 
 
-def join_empty(config: JoinConfig) -> List[list]:
+def join_empty(config: JoinConfig) -> Seen:
     return [[] for _ in config.tags]
 
 
-def join_insert(config: JoinConfig, seen: List[list], item) -> None:
+def join_insert(config: JoinConfig, seen: Seen, item: Any) -> None:
     """Put one ``(side, value)`` item into the per-side lists."""
     index, value = config.side(item)
     mode = config.insert_mode
@@ -98,7 +104,7 @@ def join_insert(config: JoinConfig, seen: List[list], item) -> None:
         seen[index].append(value)
 
 
-def join_merge(config: JoinConfig, older: List[list], newer: List[list]) -> List[list]:
+def join_merge(config: JoinConfig, older: Seen, newer: Seen) -> Seen:
     """Combine the per-side lists of two windows (older first)."""
     mode = config.insert_mode
     if mode == "first":
@@ -108,24 +114,25 @@ def join_merge(config: JoinConfig, older: List[list], newer: List[list]) -> List
     return [list(a) + list(b) for a, b in zip(older, newer)]
 
 
-def join_rows(seen: List[list]) -> list:
+def join_rows(seen: Seen) -> List[Tuple[Any, ...]]:
     """The cross product of the sides (None for a side without values)."""
     return list(itertools.product(*(values if values else _LONE_NONE for values in seen)))
 
 
-def join_complete(seen: List[list]) -> bool:
+def join_complete(seen: Seen) -> bool:
     return all(seen)
 
 
-class JoinLogic(StatefulLogic):
+class JoinLogic(StatefulLogic[Any, Tuple[Any, ...], Seen]):
     """Snapshot: a list of per-side value lists."""
 
-    def __init__(self, config: JoinConfig, resume=None):
+    def __init__(self, config: JoinConfig, resume: Optional[Iterable[Iterable[Any]]] = None
+                 ) -> None:
         self.config = config
         self.seen = [list(values) for values in resume] if resume is not None else \
             join_empty(config)
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> Tuple[Iterable[Tuple[Any, ...]], bool]:
         join_insert(self.config, self.seen, value)
         mode = self.config.emit_mode
         if mode == "complete":
@@ -136,17 +143,17 @@ class JoinLogic(StatefulLogic):
             return join_rows(self.seen), RETAIN
         return _NOTHING, RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[Tuple[Any, ...]], bool]:
         if self.config.emit_mode == "final":
             return join_rows(self.seen), DISCARD
         return _NOTHING, RETAIN
 
-    def snapshot(self):
+    def snapshot(self) -> Seen:
         return [list(values) for values in self.seen]
 
 
 def joiner(sides: Union[int, Sequence[Any]] = 2, *, insert_mode: str = "last",
-           emit_mode: str = "complete") -> OperatorBuilder:
+           emit_mode: str = "complete") -> OperatorBuilder[Any, Tuple[Any, ...], Seen]:
     """The join logic's builder. ``sides`` is the number of sides (tags ``0``,
     ``1``, ...) or the sequence of their tags (e.g. ``("left", "right")``).
     Values are ``(tag, value)`` pairs (see ``tag``); emits are tuples in

@@ -25,7 +25,7 @@ True
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Dict, Hashable, Iterator, List, Optional, Tuple, cast
+from typing import Any, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, cast
 
 from ..clock import now as activation_now
 from ._base import aware, later
@@ -43,7 +43,7 @@ class Timers:
 
     __slots__ = ("_at",)
 
-    def __init__(self, resume: Any = None):
+    def __init__(self, resume: Any = None) -> None:
         if resume is None:
             self._at: Dict[Hashable, datetime] = {}
         elif isinstance(resume, Timers):
@@ -93,7 +93,7 @@ class Timers:
         """Plain data for the logic's snapshot: ``((name, deadline), ...)``."""
         return tuple(self._at.items())
 
-    def __contains__(self, name) -> bool:
+    def __contains__(self, name: object) -> bool:
         return name in self._at
 
     def __len__(self) -> int:
@@ -102,15 +102,15 @@ class Timers:
     def __iter__(self) -> Iterator[Hashable]:
         return iter(self._at)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Timers):
             return NotImplemented
         return self._at == other._at
 
-    def __getstate__(self):
+    def __getstate__(self) -> Tuple[Tuple[Hashable, datetime], ...]:
         return self.snapshot()
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Iterable[Tuple[Hashable, datetime]]) -> None:
         self._at = dict(state)
 
     def __repr__(self) -> str:

@@ -20,27 +20,28 @@ as soon as it holds nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, Callable, Dict, List, Optional
+from datetime import datetime, timedelta
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, cast
 
 from ..clock import now
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ..timers import EPOCH
-from ._base import (Duration, FieldSpec, OperatorBuilder, as_timedelta, field_getter, later,
-                    time_getter)
+from ._base import (Duration, FieldSpec, OperatorBuilder, TimeOf, as_timedelta, field_getter,
+                    later, time_getter)
 from .windows._aggs import Collect
 from .windows.core import WindowConfig, WindowLogic
 from .windows.windowers import SessionWindower
 
-_NOTHING = ()
+_NOTHING: Tuple[()] = ()
+_Emits = Tuple[Iterable[Any], bool]
 _WHOLE_KEY = 0  # the id of every value when deduplicating by the stream key itself
 
 
 # -- deduplicate ----------------------------------------------------------------
 
 
-class DeduplicateLogic(StatefulLogic):
+class DeduplicateLogic(StatefulLogic[Any, Any, Tuple[Tuple[Any, datetime], ...]]):
     """Snapshot: ``((id, last_passed_time), ...)`` of the ids still remembered.
 
     Ids are forgotten in bulk: the timer is the earliest expiry rounded up to
@@ -50,11 +51,12 @@ class DeduplicateLogic(StatefulLogic):
     of them when the watermark jumped past several such timers at once.
     """
 
-    def __init__(self, config, resume=None):
+    def __init__(self, config: Tuple[Optional[Callable[[Any], Any]], timedelta, TimeOf],
+                 resume: Optional[Iterable[Tuple[Any, datetime]]] = None) -> None:
         self.id_of, self.ttl, self.time_of = config
-        self.seen: Dict[Any, Any] = dict(resume) if resume is not None else {}
+        self.seen: Dict[Any, datetime] = dict(resume) if resume is not None else {}
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> _Emits:
         ident = _WHOLE_KEY if self.id_of is None else self.id_of(value)
         ts = self.time_of(value)
         first = self.seen.get(ident)
@@ -63,20 +65,20 @@ class DeduplicateLogic(StatefulLogic):
         self.seen[ident] = ts
         return [value], RETAIN
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         if not self.seen:
             return None
         expiry = min(self.seen.values()) + self.ttl
         return EPOCH + _round_up(expiry - EPOCH, self.ttl)
 
-    def on_notify(self):
+    def on_notify(self) -> _Emits:
         fired = self.notify_at()
         if fired is not None:
-            horizon = later(fired, now()) - self.ttl
+            horizon = cast(datetime, later(fired, now())) - self.ttl
             self.seen = {i: t for i, t in self.seen.items() if t > horizon}
         return _NOTHING, not self.seen
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[Tuple[Any, datetime], ...]:
         return tuple(self.seen.items())
 
 
@@ -87,7 +89,8 @@ def _round_up(span: timedelta, step: timedelta) -> timedelta:
 
 
 def deduplicate(key_fn: FieldSpec = None, ttl: Optional[Duration] = None, *,
-                ts: FieldSpec = "ts") -> OperatorBuilder:
+                ts: FieldSpec = "ts"
+                ) -> OperatorBuilder[Any, Any, Tuple[Tuple[Any, datetime], ...]]:
     """Drop a value whose id was seen less than ``ttl`` before it.
 
     ``key_fn``: the id of a value (a field name or a callable), unique within
@@ -120,7 +123,7 @@ class Throttled:
 THROTTLE_OVERFLOW = ("drop", "flag")
 
 
-class ThrottleLogic(StatefulLogic):
+class ThrottleLogic(StatefulLogic[Any, Any, Tuple[datetime, ...]]):
     """Snapshot: the times of the (at most ``limit``) latest values let through.
 
     Only the ``limit`` latest passes matter: a value at ``t`` is over the limit
@@ -129,11 +132,12 @@ class ThrottleLogic(StatefulLogic):
     passes the latest pass plus ``per``.
     """
 
-    def __init__(self, config, resume=None):
+    def __init__(self, config: Tuple[int, timedelta, TimeOf, bool],
+                 resume: Optional[Sequence[datetime]] = None) -> None:
         self.limit, self.per, self.time_of, self.flag = config
-        self.passed: List[Any] = list(resume) if resume is not None else []
+        self.passed: List[datetime] = list(resume) if resume is not None else []
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> _Emits:
         ts = self.time_of(value)
         passed = self.passed
         horizon = ts - self.per
@@ -145,18 +149,18 @@ class ThrottleLogic(StatefulLogic):
             return [Throttled(True, value) if self.flag else value], RETAIN
         return ([Throttled(False, value)] if self.flag else _NOTHING), RETAIN
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return self.passed[-1] + self.per if self.passed else None
 
-    def on_notify(self):
+    def on_notify(self) -> _Emits:
         return _NOTHING, DISCARD  # every pass is older than ``per``: nothing to remember
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[datetime, ...]:
         return tuple(self.passed)
 
 
 def throttle(limit: int, per: Duration, *, ts: FieldSpec = "ts",
-             overflow: str = "drop") -> OperatorBuilder:
+             overflow: str = "drop") -> OperatorBuilder[Any, Any, Tuple[datetime, ...]]:
     """Let at most ``limit`` values per key through in any interval of length
     ``per`` (sliding: a value at time ``t`` counts the values let through in
     ``(t - per, ...]``). The rest are dropped (``overflow="drop"``, default:
@@ -178,7 +182,7 @@ def throttle(limit: int, per: Duration, *, ts: FieldSpec = "ts",
 # -- session --------------------------------------------------------------------
 
 
-def session_summary(start, end, values) -> Dict[str, Any]:
+def session_summary(start: datetime, end: datetime, values: List[Any]) -> Dict[str, Any]:
     """The default ``on_close``: ``{"start", "end", "events"}``."""
     return {"start": start, "end": end, "events": len(values)}
 
@@ -186,10 +190,12 @@ def session_summary(start, end, values) -> Dict[str, Any]:
 class _OnClose:
     """Turns a closed session window into ``on_close(start, end, values)``."""
 
-    def __init__(self, on_close: Callable, time_of):
+    def __init__(self, on_close: Callable[[datetime, datetime, List[Any]], Any],
+                 time_of: TimeOf) -> None:
         self.on_close, self.time_of = on_close, time_of
 
-    def __call__(self, window_id, open_time, close_time, values):
+    def __call__(self, window_id: int, open_time: datetime, close_time: datetime,
+                 values: List[Any]) -> Any:
         end = max(self.time_of(v) for v in values)
         return self.on_close(open_time, end, values)
 
@@ -198,15 +204,16 @@ class SessionLogic(WindowLogic):
     """Session windows whose close emits ``on_close(start, end, values)``
     (nothing if it returns None)."""
 
-    def _close(self, window_id, emits) -> None:
+    def _close(self, window_id: int, emits: List[Any]) -> None:
         before = len(emits)
         super()._close(window_id, emits)
         if len(emits) > before and emits[-1] is None:
             emits.pop()
 
 
-def session(gap: Duration, on_close: Optional[Callable] = None, *,
-            ts: FieldSpec = "ts") -> OperatorBuilder:
+def session(gap: Duration,
+            on_close: Optional[Callable[[datetime, datetime, List[Any]], Any]] = None, *,
+            ts: FieldSpec = "ts") -> OperatorBuilder[Any, Any, Tuple[Any, ...]]:
     """Track sessions per key: values closer than ``gap`` belong to one session
     (out-of-order values can merge two). When the watermark passes a
     session's last value plus ``gap`` (or at EOF) it emits

@@ -83,7 +83,7 @@ class Rules:
         return f"Rules(loader={self.loader!r}, refresh={self.refresh_s}s)"
 
 
-def rules_from(df, *, key: Optional[KeySpec] = None) -> Rules:
+def rules_from(df: Any, *, key: Optional[KeySpec] = None) -> Rules:
     """A fixed table from a small DataFrame, collected now (on the driver):
     a list of row dicts, or with ``key`` a dict ``key -> row dict`` (a tuple
     key for several columns)."""
@@ -104,7 +104,7 @@ class RulesBuilder:
         self.factory = factory
         self.__qualname__ = f"with_rules({getattr(factory, '__qualname__', 'factory')})"
 
-    def __call__(self, resume=None):
+    def __call__(self, resume: Any = None) -> Any:
         return self.factory(self.rules.get(), resume)
 
 

@@ -16,58 +16,63 @@ wrap the builder with ``with_ttl``) so idle keys do not stay forever.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import OperatorBuilder
 
-_NOTHING = ()
+_NOTHING: Tuple[()] = ()
+_V = TypeVar("_V")  # a key's values
+_A = TypeVar("_A")  # an accumulator
 
 
-class FoldLogic(StatefulLogic):
+class FoldLogic(StatefulLogic[_V, _A, Tuple[_A]]):
     """``acc = folder(acc, value)`` per value, emitted each time.
 
     Snapshot: ``(acc,)`` (a 1-tuple, so an accumulator of None survives).
     """
 
-    def __init__(self, config, resume=None):
+    def __init__(self, config: Tuple[Callable[[], _A], Callable[[_A, _V], _A]],
+                 resume: Optional[Tuple[_A]] = None) -> None:
         builder, self.folder = config
         self.acc = resume[0] if resume is not None else builder()
 
-    def on_item(self, value):
+    def on_item(self, value: _V) -> Tuple[Iterable[_A], bool]:
         acc = self.acc = self.folder(self.acc, value)
         return [acc], RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[_A], bool]:
         return _NOTHING, DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[_A]:
         return (self.acc,)
 
 
-class ReduceLogic(StatefulLogic):
+class ReduceLogic(StatefulLogic[_V, _V, Optional[Tuple[_V]]]):
     """The first value is the accumulator, ``reducer(acc, value)`` after that;
     emitted after every value. Snapshot: ``(acc,)``, None before any value."""
 
-    def __init__(self, reducer, resume=None):
+    def __init__(self, reducer: Callable[[_V, _V], _V],
+                 resume: Optional[Tuple[_V]] = None) -> None:
         self.reducer = reducer
         self.acc = resume
 
-    def on_item(self, value):
+    def on_item(self, value: _V) -> Tuple[Iterable[_V], bool]:
         acc = self.acc
         new = value if acc is None else self.reducer(acc[0], value)
         self.acc = (new,)
         return [new], RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[_V], bool]:
         return _NOTHING, DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Optional[Tuple[_V]]:
         return self.acc
 
 
-def fold(builder: Callable[[], Any], folder: Callable[[Any, Any], Any]) -> OperatorBuilder:
+def fold(builder: Callable[[], _A], folder: Callable[[_A, _V], _A]
+         ) -> OperatorBuilder[_V, _A, Tuple[_A]]:
     """``builder()`` makes a key's empty accumulator, ``folder(acc, value)``
     combines each value into it; the accumulator is emitted after every value."""
     if not callable(builder) or not callable(folder):
@@ -75,7 +80,7 @@ def fold(builder: Callable[[], Any], folder: Callable[[Any, Any], Any]) -> Opera
     return OperatorBuilder("fold", FoldLogic, (builder, folder))
 
 
-def reduce(reducer: Callable[[Any, Any], Any]) -> OperatorBuilder:
+def reduce(reducer: Callable[[_V, _V], _V]) -> OperatorBuilder[_V, _V, Optional[Tuple[_V]]]:
     """``reducer(acc, value)`` over a key's values (the first value starts the
     accumulator); the accumulator is emitted after every value."""
     if not callable(reducer):

@@ -50,11 +50,12 @@ Matching, one value at a time in the order the logic sees the key's values:
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
-from ._base import Duration, FieldSpec, OperatorBuilder, as_timedelta, time_getter
+from ._base import Duration, FieldSpec, OperatorBuilder, TimeOf, as_timedelta, time_getter
 from .many_timers import Timers
 
 CONTIGUITY = ("strict", "relaxed")
@@ -63,7 +64,8 @@ CONTIGUITY = ("strict", "relaxed")
 class SequenceConfig:
     """What a ``sequence`` builder holds."""
 
-    def __init__(self, steps, within, time_of, strict: bool, overlapping: bool):
+    def __init__(self, steps: Tuple[Callable[[Any], bool], ...], within: timedelta,
+                 time_of: TimeOf, strict: bool, overlapping: bool) -> None:
         self.steps = steps
         self.within = within
         self.time_of = time_of
@@ -71,7 +73,11 @@ class SequenceConfig:
         self.overlapping = overlapping
 
 
-class SequenceLogic(StatefulLogic):
+Partial = Tuple[int, Tuple[Any, ...]]
+"""A partial match: its id and the values matched so far."""
+
+
+class SequenceLogic(StatefulLogic[Any, List[Any], Tuple[Any, ...]]):
     """One key's partial matches.
 
     Snapshot: ``(next_id, partials, timers)``: ``partials`` is a tuple of
@@ -81,7 +87,9 @@ class SequenceLogic(StatefulLogic):
     next partial match (a key that holds nothing is discarded, so it starts again at 0).
     """
 
-    def __init__(self, config: SequenceConfig, resume=None):
+    partials: List[Partial]
+
+    def __init__(self, config: SequenceConfig, resume: Optional[Tuple[Any, ...]] = None) -> None:
         self.config = config
         if resume is None:
             self.next_id, self.partials, self.timers = 0, [], Timers()
@@ -89,14 +97,14 @@ class SequenceLogic(StatefulLogic):
             next_id, partials, timers = resume
             self.next_id, self.partials, self.timers = next_id, list(partials), Timers(timers)
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> Tuple[Iterable[List[Any]], bool]:
         config = self.config
         steps, timers = config.steps, self.timers
         ts = config.time_of(value)
         earliest = timers.notify_at()
         if earliest is not None and earliest <= ts:
             self._expire(ts)  # expired before this value (the timer has not fired yet)
-        kept: List[Any] = []
+        kept: List[Partial] = []
         emits: List[Any] = []
         for ident, values in self.partials:
             if steps[len(values)](value):
@@ -124,30 +132,31 @@ class SequenceLogic(StatefulLogic):
         self.partials = self._latest_per_step(kept)
         return emits, self._discard()
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return self.timers.notify_at()
 
-    def on_notify(self):
+    def on_notify(self) -> Tuple[Iterable[List[Any]], bool]:
         self._expire()
         return (), self._discard()
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[List[Any]], bool]:
         return (), DISCARD  # no value will complete a partial match any more
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[Any, ...]:
         return (self.next_id, tuple(self.partials), self.timers.snapshot())
 
     # internals
 
-    def _expire(self, now=None) -> None:
+    def _expire(self, now: Optional[datetime] = None) -> None:
         expired = {ident for ident, _ in self.timers.pop_due(now)}
         if expired:
             self.partials = [p for p in self.partials if p[0] not in expired]
 
-    def _latest_per_step(self, partials):
+    def _latest_per_step(self, partials: List[Partial]) -> List[Partial]:
         """Of partial matches waiting for the same step, the one that started
         last (partials are in start order)."""
-        seen, latest = set(), []
+        seen: Set[int] = set()
+        latest: List[Partial] = []
         for ident, values in reversed(partials):
             if len(values) in seen:
                 self.timers.cancel(ident)
@@ -163,7 +172,7 @@ class SequenceLogic(StatefulLogic):
 
 def sequence(steps: Sequence[Callable[[Any], bool]], within: Duration, *,
              ts: FieldSpec = "ts", contiguity: str = "strict",
-             overlapping: bool = False) -> OperatorBuilder:
+             overlapping: bool = False) -> OperatorBuilder[Any, List[Any], Tuple[Any, ...]]:
     """Emit, as a list, every run of values that satisfies ``steps`` (one
     predicate per value, in order) within ``within`` of its first value.
 

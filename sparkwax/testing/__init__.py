@@ -14,7 +14,7 @@ from .replay import ReplayResult, replay
 from .runner import RunResult, Runner, run, run_bounded
 from .script import Batch, Crash, Eof, Script, ScriptStep, Tick, describe
 
-from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
 if _TYPE_CHECKING:  # type checkers see check_logic; at run time __getattr__ loads it
     from .strategies.check import check_logic as check_logic
@@ -25,7 +25,7 @@ __all__ = [  # a sorted list display, so that type checkers read it (test_export
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> _Any:
     if name == "check_logic":
         from .strategies.check import check_logic
 

@@ -8,41 +8,43 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..clock import processing_now as now_processing
 from ..logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic
 
+_Emits = Tuple[Iterable[Any], bool]
 
-class Counter(StatefulLogic):
+
+class Counter(StatefulLogic[Any, int, int]):
     """Emits the running count of values per key; never discards."""
 
-    def __init__(self, resume: Optional[int] = None):
+    def __init__(self, resume: Optional[int] = None) -> None:
         self.count = resume or 0
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> Tuple[Iterable[int], bool]:
         self.count += 1
         return [self.count], RETAIN
 
-    def snapshot(self):
+    def snapshot(self) -> int:
         return self.count
 
 
-class BatchCounter(StatefulBatchLogic):
+class BatchCounter(StatefulBatchLogic[Any, int, int]):
     """Emits the running count once per activation."""
 
-    def __init__(self, resume: Optional[int] = None):
+    def __init__(self, resume: Optional[int] = None) -> None:
         self.count = resume or 0
 
-    def on_batch(self, values):
+    def on_batch(self, values: List[Any]) -> Tuple[Iterable[int], bool]:
         self.count += len(values)
         return [self.count], RETAIN
 
-    def snapshot(self):
+    def snapshot(self) -> int:
         return self.count
 
 
-class TransitionRecorder(StatefulLogic):
+class TransitionRecorder(StatefulLogic[Dict[str, Any], Tuple[Any, ...], Dict[str, Any]]):
     """Records every callback, driven by commands in the values.
 
     A value is a dict; ``value["emit"]`` (default: the value's ``"id"``) is
@@ -54,7 +56,7 @@ class TransitionRecorder(StatefulLogic):
     ``restores`` counts restores since then.
     """
 
-    def __init__(self, resume: Optional[dict] = None):
+    def __init__(self, resume: Optional[Dict[str, Any]] = None) -> None:
         state = dict(resume) if resume else {}
         self.generation = state.get("generation", 0) + (0 if resume else 1)
         self.seen: List[Any] = list(state.get("seen", []))
@@ -63,7 +65,7 @@ class TransitionRecorder(StatefulLogic):
         self.eof_discard = state.get("eof_discard", False)
         self.restores = state.get("restores", -1) + 1
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> _Emits:
         ident = value.get("id")
         self.seen.append(ident)
         if "notify" in value:
@@ -72,17 +74,17 @@ class TransitionRecorder(StatefulLogic):
         self.eof_discard = value.get("eof_discard", self.eof_discard)
         return [("item", ident, self.generation)], bool(value.get("discard", False))
 
-    def on_notify(self):
+    def on_notify(self) -> _Emits:
         fired, self.notify = self.notify, None
         return [("notify", fired, self.generation)], self.notify_discard
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits:
         return [("eof", tuple(self.seen), self.generation)], self.eof_discard
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return self.notify
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         return {"generation": self.generation, "seen": list(self.seen), "notify": self.notify,
                 "notify_discard": self.notify_discard, "eof_discard": self.eof_discard,
                 "restores": self.restores}
@@ -95,12 +97,12 @@ class SessionTracker(StatefulLogic):
 
     gap = timedelta(minutes=30)
 
-    def __init__(self, resume: Optional[Tuple[datetime, datetime, int]] = None):
+    def __init__(self, resume: Optional[Tuple[datetime, datetime, int]] = None) -> None:
         self.start: Optional[datetime]
         self.last: Optional[datetime]
         self.start, self.last, self.events = resume or (None, None, 0)
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> _Emits:
         ts = value["ts"]
         if self.last is not None and ts - self.last > self.gap:
             closed = self._summary()
@@ -111,19 +113,19 @@ class SessionTracker(StatefulLogic):
         self.events += 1
         return [], RETAIN
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return None if self.last is None else self.last + self.gap
 
-    def on_notify(self):
+    def on_notify(self) -> _Emits:
         return [self._summary()], DISCARD
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits:
         return [self._summary()], DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         return (self.start, self.last, self.events)
 
-    def _summary(self):
+    def _summary(self) -> Dict[str, Any]:
         return {"start": self.start, "end": self.last, "events": self.events}
 
 
@@ -136,10 +138,16 @@ class Accumulator(StatefulLogic):
     and discards when the total is even; on_eof emits ``("eof", total, n)``.
     """
 
-    def __init__(self, resume=None):
+    latest: Optional[datetime]
+    timer: Optional[datetime]
+
+    def __init__(self, resume: Optional[Tuple[int, int, Optional[datetime], Optional[datetime]]]
+                 = None) -> None:
+        self.total: int
+        self.count: int
         self.total, self.count, self.latest, self.timer = resume or (0, 0, None, None)
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> _Emits:
         number, ts = value["value"], value["ts"]
         self.total += number
         self.count += 1
@@ -150,17 +158,17 @@ class Accumulator(StatefulLogic):
             self.timer = self.latest + timedelta(minutes=number % 5)
         return [("item", number, self.total)], number % 11 == 0
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return self.timer
 
-    def on_notify(self):
+    def on_notify(self) -> _Emits:
         self.timer = None
         return [("notify", self.total, self.count)], self.total % 2 == 0
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits:
         return [("eof", self.total, self.count)], RETAIN
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         return (self.total, self.count, self.latest, self.timer)
 
 
@@ -187,11 +195,18 @@ class IdleAlarm(StatefulLogic):
 
     WINDOW = timedelta(minutes=10)
 
-    def __init__(self, resume: Optional[tuple] = None):
+    count: int
+    total: int
+    window_end: Optional[datetime]
+    deadline: Optional[datetime]
+    discard: bool
+
+    def __init__(self, resume: Optional[Tuple[int, int, Optional[datetime], Optional[datetime],
+                                              bool]] = None) -> None:
         self.count, self.total, self.window_end, self.deadline, self.discard = (
             resume or (0, 0, None, None, False))
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> _Emits:
         if self.window_end is None:
             self.window_end = value["ts"] + self.WINDOW
         self.count += 1
@@ -205,23 +220,23 @@ class IdleAlarm(StatefulLogic):
         self.discard = bool(value.get("alarm_discard"))
         return [], RETAIN
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         return self.window_end
 
-    def on_notify(self):
+    def on_notify(self) -> _Emits:
         out = [("window", self.count)]
         self.count, self.window_end = 0, None
         return out, RETAIN
 
-    def processing_notify_at(self):
+    def processing_notify_at(self) -> Optional[datetime]:
         return self.deadline
 
-    def on_processing_notify(self):
+    def on_processing_notify(self) -> _Emits:
         self.deadline = None
         return [("idle", self.total)], DISCARD if self.discard else RETAIN
 
-    def on_eof(self):
+    def on_eof(self) -> _Emits:
         return [("eof", self.total)], RETAIN
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         return (self.count, self.total, self.window_end, self.deadline, self.discard)

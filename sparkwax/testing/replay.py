@@ -451,7 +451,8 @@ def _rows(rows: List[Tuple[Any, ...]], width: int) -> str:
 
 def _table(header: List[str], rows: List[List[str]]) -> str:
     widths = [max(len(c) for c in column) for column in zip(header, *rows)]
-    line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+    line: Callable[[List[str]], str] = lambda cells: " | ".join(
+        c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     return "\n".join([line(header), "-+-".join("-" * w for w in widths)]
                      + [line(r) for r in rows])
 

@@ -27,27 +27,30 @@ import json
 import os
 import tempfile
 import uuid
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from ..engine.plan import stateful, stateful_batch
 from ..engine.storage import join_path
 from ..errors import ConfigError
+from ..logic import Builder
 from ..metrics import StepMetrics, by_batch
 from ..rebuild import task_errors
+from ..timers import TimeMode
 from .runner import RunResult
-from .script import Batch, Crash, Eof, Tick
+from .script import Batch, Crash, Eof, ScriptStep, Tick
 
 _BASE_MTIME = 1_600_000_000
 _BATCH, _POSITION = "__sw_batch", "__sw_position"
 
 
-def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
-                        output_schema: str, key: str = "key", time=None, order_by=None,
+def run_script_on_spark(spark: Any, builder: Builder, script: Sequence[ScriptStep], *,
+                        input_schema: str, output_schema: str, key: str = "key",
+                        time: Optional[TimeMode] = None, order_by: Any = None,
                         value: Optional[str] = None, batch: bool = False,
                         step_id: Optional[str] = None, workdir: Optional[str] = None,
                         uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
                         host: str = "per_key", buckets: Optional[int] = None,
-                        **step_options) -> RunResult:
+                        **step_options: Any) -> RunResult:
     """Outputs (with ``Row`` values turned into tuples) of the script on Spark.
     ``step_options`` (``ttl``, ``max_state_bytes``) go to ``stateful``."""
     workdir = workdir or tempfile.mkdtemp(prefix="sparkwax-script-")
@@ -58,7 +61,7 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
     checkpoint, sink = join_path(uri, "checkpoint"), join_path(uri, f"outputs-{uuid.uuid4().hex}")
     files = 0
 
-    def start():
+    def start() -> Any:
         stream = spark.readStream.schema(input_schema).option("maxFilesPerTrigger", 1) \
             .json(join_path(uri, "input"))
         attach = stateful_batch if batch else stateful
@@ -100,10 +103,10 @@ def run_script_on_spark(spark, builder: Callable, script, *, input_schema: str,
     return result
 
 
-def _appender(sink: str):
+def _appender(sink: str) -> Callable[[Any, int], None]:
     """A foreachBatch function appending a batch's rows, numbered, to ``sink``.
     It refers to pyspark only, so a Connect server runs it without sparkwax."""
-    def append(frame, batch_id):
+    def append(frame: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
         frame.withColumn(_BATCH, F.lit(batch_id)) \
@@ -112,7 +115,7 @@ def _appender(sink: str):
     return append
 
 
-def _collected(spark, sink: str) -> RunResult:
+def _collected(spark: Any, sink: str) -> RunResult:
     from pyspark.errors import AnalysisException
 
     result = RunResult()
@@ -128,7 +131,7 @@ def _collected(spark, sink: str) -> RunResult:
     return result
 
 
-def _write_batch(source: str, number: int, key: str, items) -> None:
+def _write_batch(source: str, number: int, key: str, items: Sequence[Tuple[Any, Any]]) -> None:
     path = os.path.join(source, f"batch-{number:05d}.json")
     staging = os.path.join(os.path.dirname(source), f"staging-{number:05d}.json")
     with open(staging, "w") as handle:
@@ -140,13 +143,13 @@ def _write_batch(source: str, number: int, key: str, items) -> None:
     os.replace(staging, path)  # atomic: the source never sees a half-written file
 
 
-def _json_default(value):
+def _json_default(value: Any) -> str:
     if isinstance(value, dt.datetime):
         return value.isoformat()
     raise TypeError(f"cannot write {value!r} to JSON")
 
 
-def _aware(value):
+def _aware(value: Any) -> Any:
     if isinstance(value, dt.datetime) and value.tzinfo is None:
         return value.replace(tzinfo=dt.timezone.utc)  # local_session runs in UTC
     return value

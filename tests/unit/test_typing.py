@@ -1,8 +1,12 @@
 """The package type-checks (mypy over ``sparkwax/`` is clean with setup.cfg's
 ``[mypy]`` section), the core modules pass ``mypy --strict`` (``STRICT_CORE``),
-and type checkers see the Spark entry points that ``sparkwax/__init__.py``
-loads lazily (through ``TYPE_CHECKING`` imports), so a wrong keyword to
-``sw.stateful`` is an error in the user's editor."""
+and so do the operators, the engine and the testing package
+(``STRICT_PACKAGES``); type checkers see the Spark entry points that
+``sparkwax/__init__.py`` loads lazily (through ``TYPE_CHECKING`` imports), so
+a wrong keyword to ``sw.stateful`` is an error in the user's editor, and a
+user program importing ``sparkwax``, ``sparkwax.operators`` and
+``sparkwax.testing`` passes ``mypy --strict`` (``USER_PROGRAM``), with the
+operators' types checked (``OPERATOR_MISTAKES``)."""
 
 from __future__ import annotations
 
@@ -73,6 +77,57 @@ def test_core_is_strict():
     done = mypy(*STRICT, *(arg for name in STRICT_CORE for arg in ("-m", name)))
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "Success: no issues found" in done.stdout, output
+
+
+# Whole packages (a new module is checked as it arrives), and the public
+# package itself (its lazy __getattr__, its literal __all__).
+STRICT_PACKAGES = ["sparkwax.operators", "sparkwax.engine", "sparkwax.testing"]
+
+
+def strict_package_modules() -> list:
+    modules = []
+    for package in STRICT_PACKAGES:
+        folder = REPO.joinpath(*package.split("."))
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules.append(name)
+    return modules
+
+
+def test_packages_are_strict():
+    modules = ["sparkwax", *strict_package_modules()]
+    assert {"sparkwax.engine.plan", "sparkwax.engine.state.frame", "sparkwax.operators.final",
+            "sparkwax.operators.windows.core", "sparkwax.testing.reference"} <= set(modules)
+    done = mypy(*STRICT, *(arg for name in modules for arg in ("-m", name)))
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "Success: no issues found" in done.stdout, output
+
+
+def test_public_all_lists_are_literal():
+    """``__all__`` of every public package is a list display of strings, the
+    form type checkers read (``sorted([...])`` is not: ``from sparkwax.operators
+    import fold_final`` was then "not explicitly exported" under --strict)."""
+    import ast
+
+    for package in ("sparkwax", "sparkwax.operators", "sparkwax.operators.windows",
+                    "sparkwax.testing", "sparkwax.testing.strategies", "sparkwax.engine",
+                    "sparkwax.engine.state", "sparkwax.schema"):
+        path = REPO.joinpath(*package.split("."), "__init__.py")
+        tree = ast.parse(path.read_text())
+        found = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 and any(isinstance(t, ast.Name) and t.id == "__all__"
+                         for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
+        assert len(found) == 1, f"{package}: one __all__ assignment expected"
+        value = found[0]
+        assert isinstance(value, ast.List) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts), \
+            f"{package}.__all__ must be a list display of string literals"
+        assert not any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                       and isinstance(node.value.func, ast.Attribute)
+                       and isinstance(node.value.func.value, ast.Name)
+                       and node.value.func.value.id == "__all__" for node in tree.body), \
+            f"{package}: __all__ is changed after its assignment"
 
 
 def test_py_typed_marker_ships():
@@ -274,5 +329,126 @@ def test_builder_types_under_strict(tmp_path: Path):
              re.findall(r"^([^:\n]+):(\d+): error: .*\[([a-z-]+)\]$", done.stdout, re.M)
              if Path(name).name == snippet.name}
     expected = {(number, code) for number, text in enumerate(BUILDERS.splitlines(), 1)
+                for code in re.findall(r"# E: ([a-z-]+)", text)}
+    assert found == expected, done.stdout + done.stderr
+
+
+USER_PROGRAM = textwrap.dedent("""
+    from __future__ import annotations
+
+    from datetime import datetime, timedelta, timezone
+    from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+    import sparkwax as sw
+    from sparkwax.operators import (OperatorBuilder, TumblingWindower, WindowOut, count_final,
+                                    count_window, fold_final, stateful_map)
+    from sparkwax.testing import Batch, Eof, RunResult, run, run_bounded
+
+
+    class Total(sw.StatefulLogic[int, int, int]):
+        def __init__(self, resume: Optional[int] = None) -> None:
+            self.total = resume or 0
+
+        def on_item(self, value: int) -> Tuple[Iterable[int], bool]:
+            self.total += value
+            return [self.total], sw.RETAIN
+
+        def notify_at(self) -> Optional[datetime]:
+            return None
+
+        def snapshot(self) -> int:
+            return self.total
+
+
+    def empty() -> List[int]:
+        return []
+
+
+    def add(acc: List[int], value: int) -> List[int]:
+        return acc + [value]
+
+
+    def running_count(count: Optional[int], value: str) -> Tuple[Optional[int], int]:
+        new = (count or 0) + 1
+        return new, new
+
+
+    collected: OperatorBuilder[int, List[int], Any] = fold_final(empty, add)
+    as_builder: sw.Builder[int, List[int], Any] = collected
+    counts: sw.Builder[str, int, int] = stateful_map(running_count)
+    t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    windows: sw.Builder[Any, WindowOut, Any] = count_window(
+        TumblingWindower(timedelta(minutes=10), align_to=t0))
+
+
+    def offline() -> Dict[Any, List[Any]]:
+        result: RunResult = run(Total, [Batch([("a", 1), ("a", 2), ("b", 5)]), Eof()])
+        finals = run_bounded(collected, [("a", 1), ("a", 2)])
+        return {**result.by_key, **finals.by_key,
+                **run_bounded(count_final(), [("a", 0)]).by_key}
+
+
+    def on_spark(df: Any) -> Any:
+        totals = sw.stateful(df, key="user", builder=Total, output_schema="total long")
+        lists = sw.stateful(df, key="user", builder=collected,
+                            output_schema="values array<long>",
+                            time=sw.EventTime("ts", watermark="10 minutes"))
+        return totals.unionByName(lists, allowMissingColumns=True)
+""")
+
+
+def test_user_program_is_strict_clean(tmp_path: Path):
+    """A user's program (a StatefulLogic subclass run offline, operators, and
+    ``sw.stateful`` on a DataFrame typed Any) passes ``mypy --strict``, imports
+    followed: nothing it imports from sparkwax reports an error either."""
+    program = tmp_path / "user_program.py"
+    program.write_text(USER_PROGRAM)
+    done = mypy("--strict", "--cache-dir", ".mypy_cache/user_program", str(program))
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "Success: no issues found" in done.stdout, output
+
+
+OPERATOR_MISTAKES = textwrap.dedent("""
+    from typing import Any, List, Tuple
+
+    import sparkwax as sw
+    from sparkwax.operators import OperatorBuilder, count_final, fold_final, stateful_map
+
+
+    def empty() -> List[int]:
+        return []
+
+
+    def add(acc: List[int], value: int) -> List[int]:
+        return acc + [value]
+
+
+    def count_up(acc: int, value: int) -> int:
+        return acc + 1
+
+
+    def label(state: Any, value: int) -> Tuple[Any, str]:
+        return state, str(value)
+
+
+    ok: sw.Builder[int, List[int], Any] = fold_final(empty, add)
+    labels: sw.Builder[int, str, Any] = stateful_map(label)
+    wrong_values: sw.Builder[str, List[int], Any] = fold_final(empty, add)  # E: arg-type
+    wrong_emits: OperatorBuilder[int, str, Any] = fold_final(empty, add)  # E: arg-type
+    fold_final(empty, count_up)  # E: misc
+    counts: sw.Builder[Any, str, Any] = count_final()  # E: assignment
+""")
+
+
+def test_operators_keep_their_types(tmp_path: Path):
+    """An operator's builder is an ``OperatorBuilder[V, W, S]`` typed from its
+    arguments (not Any): the lines marked ``# E:`` are errors under --strict."""
+    snippet = tmp_path / "operator_mistakes.py"
+    snippet.write_text(OPERATOR_MISTAKES)
+    done = mypy(*STRICT, str(snippet))
+    found = {(int(line), code) for name, line, code in
+             re.findall(r"^([^:\n]+):(\d+): error: .*\[([a-z-]+)\]$", done.stdout, re.M)
+             if Path(name).name == snippet.name}
+    expected = {(number, code) for number, text in enumerate(OPERATOR_MISTAKES.splitlines(), 1)
                 for code in re.findall(r"# E: ([a-z-]+)", text)}
     assert found == expected, done.stdout + done.stderr

@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Dict, List, Optional, Sequence, TextIO
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ...errors import ConfigError, SparkwaxError
 from ...metrics import StepMetrics, by_batch
@@ -91,7 +91,7 @@ class DemoReport:
     open_revenue: float = 0.0
     alerts: int = 0
     alerts_by_card: Dict[str, int] = field(default_factory=dict)
-    top_alerts: List[dict] = field(default_factory=list)
+    top_alerts: List[Dict[str, Any]] = field(default_factory=list)
     fraud_cards: List[str] = field(default_factory=list)
     generate_seconds: float = 0.0
     stream_seconds: float = 0.0
@@ -221,7 +221,7 @@ def _prepare(output: str, checkpoint: str) -> None:
             handle.write("written by 'sparkwax demo'; the next run clears this folder\n")
 
 
-def _prepare_checkpoint_uri(store, checkpoint: str) -> None:
+def _prepare_checkpoint_uri(store: Any, checkpoint: str) -> None:
     """``_prepare`` for a checkpoint on a Hadoop file system, through Spark."""
     marker = join_path(checkpoint, MARKER)
     if store.exists(checkpoint) and store.list(checkpoint):
@@ -233,21 +233,23 @@ def _prepare_checkpoint_uri(store, checkpoint: str) -> None:
     store.write_text(marker, "written by 'sparkwax demo'; the next run clears this folder")
 
 
-def _master(spark) -> str:
+def _master(spark: Any) -> str:
     """The master URL, or the Connect server's (a Connect client has no SparkContext)."""
     from ...engine.storage import is_connect
 
     if is_connect(spark):
         return f"{spark.conf.get('spark.master', '?')} via Spark Connect"
-    return spark.sparkContext.master
+    master: str = spark.sparkContext.master
+    return master
 
 
-def _event_span(events: Sequence[dict]):
+def _event_span(events: Sequence[Dict[str, Any]]) -> Tuple[datetime, datetime]:
     times = [e["ts"] for e in events]
     return min(times), max(times)
 
 
-def _start_queries(spark, paths, checkpoint, trigger, fmt, hosts):
+def _start_queries(spark: Any, paths: Dict[str, str], checkpoint: str, trigger: Dict[str, Any],
+                   fmt: str, hosts: Dict[str, str]) -> Dict[str, Any]:
     from pyspark.sql import functions as F
 
     import sparkwax
@@ -264,7 +266,7 @@ def _start_queries(spark, paths, checkpoint, trigger, fmt, hosts):
               .select("card_id", "ts", "event_id", "amount"),
         key="card_id", builder=CardFraud, output_schema=ALERT_SCHEMA, time=time_mode,
         order_by=["ts", "event_id"], step_id="alerts", host=hosts["alerts"])
-    started = {}
+    started: Dict[str, Any] = {}
     try:
         for name, frame in (("sessions", sessions), ("alerts", alerts)):
             started[name] = (frame.writeStream.format("parquet")
@@ -292,7 +294,7 @@ def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer,
     if "processingTime" in trigger:
         interval_s = duration_ms(trigger["processingTime"]) / 1000
 
-        def drain():
+        def drain() -> None:
             try:
                 for query in queries.values():
                     query.processAllAvailable()
@@ -317,7 +319,7 @@ def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer,
     _raise_failed(queries)
 
 
-def _await_idle_batch(queries, deadline: float) -> None:
+def _await_idle_batch(queries: Any, deadline: float) -> None:
     last = {name: _last_batch(q) for name, q in queries.items()}
     while time.monotonic() < deadline:
         if all(_last_batch(q) > last[name] for name, q in queries.items()):
@@ -325,18 +327,18 @@ def _await_idle_batch(queries, deadline: float) -> None:
         time.sleep(0.1)
 
 
-def _last_batch(query) -> int:
+def _last_batch(query: Any) -> int:
     progress = query.lastProgress
     return -1 if not progress else int(progress["batchId"])
 
 
-def _raise_failed(queries) -> None:
+def _raise_failed(queries: Any) -> None:
     for name, query in queries.items():
         if not query.isActive and query.exception() is not None:
             raise DemoError(f"the {name} query failed: {query.exception()}")
 
 
-def _stats(name: str, query) -> QueryStats:
+def _stats(name: str, query: Any) -> QueryStats:
     stats = QueryStats(name)
     progresses = query.recentProgress
     for progress in progresses:
@@ -359,7 +361,7 @@ def _stats(name: str, query) -> QueryStats:
 # --- results --------------------------------------------------------------------
 
 
-def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
+def _collect_results(spark: Any, report: DemoReport, paths: Any, checkpoint: str) -> None:
     from pyspark.sql import functions as F
 
     sessions = spark.read.schema(f"user_id string, {SESSION_SCHEMA}").parquet(paths["sessions"])
@@ -390,7 +392,7 @@ def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
         alert["detected_at"] = from_epoch_us(alert.pop("detected_us"))
         rows.append(alert)
     report.alerts = len(rows)
-    by_card: Dict[str, List[dict]] = {}
+    by_card: Dict[str, List[Dict[str, Any]]] = {}
     for alert in rows:
         by_card.setdefault(alert["card_id"], []).append(alert)
     report.alerts_by_card = {card: len(found) for card, found in sorted(by_card.items())}
@@ -404,7 +406,7 @@ def _collect_results(spark, report: DemoReport, paths, checkpoint: str) -> None:
                           "first": found[0]["detected_at"]} for card, found in ranked[:5]]
 
 
-def _state_snapshots(spark, checkpoint: str, step_id: str) -> Optional[list]:
+def _state_snapshots(spark: Any, checkpoint: str, step_id: str) -> Optional[List[Any]]:
     """The decoded snapshots of the query's live keys (Spark's ``statestore``
     reader at the last committed batch), or None if they cannot be read."""
     from ...engine.checkpoint import read_entries

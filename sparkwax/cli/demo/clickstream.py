@@ -30,7 +30,7 @@ import random
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 UTC = timezone.utc
 START = datetime(2024, 3, 1, tzinfo=UTC)
@@ -62,7 +62,7 @@ class Burst:
 class Clickstream:
     """The generated events, in arrival order (the order files are cut in)."""
 
-    events: List[dict]
+    events: List[Dict[str, Any]]
     bursts: List[Burst]
     users: int
     cards: int
@@ -74,7 +74,7 @@ class Clickstream:
         """Cards with at least one planted burst (sorted)."""
         return sorted({b.card_id for b in self.bursts})
 
-    def batches(self, count: int) -> List[List[dict]]:
+    def batches(self, count: int) -> List[List[Dict[str, Any]]]:
         """The events cut into ``count`` consecutive, nearly equal micro-batches."""
         count = max(1, min(count, len(self.events))) if self.events else 1
         size, extra = divmod(len(self.events), count)
@@ -97,7 +97,7 @@ def generate(events: int = 200_000, *, seed: int = 7, start: datetime = START) -
 
     users: List[str] = []
     cards_of: Dict[str, List[str]] = {}
-    raw: List[tuple] = []  # (ts_ms, user, type, page, product, cents, card)
+    raw: List[Tuple[Any, ...]] = []  # (ts_ms, user, type, page, product, cents, card)
     card_count = 0
     while len(raw) < normal_wanted * 1.25:
         user = f"u{len(users):06d}"
@@ -140,14 +140,14 @@ def generate(events: int = 200_000, *, seed: int = 7, start: datetime = START) -
                        cards=card_count, seed=seed, arrival_ms=[arrivals[i] for i in order])
 
 
-def _user_sessions(rng: random.Random, user: str, cards: Sequence[str], out: list) -> None:
+def _user_sessions(rng: random.Random, user: str, cards: Sequence[str], out: List[Any]) -> None:
     t = rng.randrange(10 * 3_600_000)
     while t < _HORIZON_MS:
         t = _session(rng, user, cards, t, out)
         t += _SESSION_GAP_MIN_MS + int(rng.expovariate(1 / _SESSION_GAP_MEAN_MS))
 
 
-def _session(rng: random.Random, user: str, cards: Sequence[str], t: int, out: list) -> int:
+def _session(rng: random.Random, user: str, cards: Sequence[str], t: int, out: List[Any]) -> int:
     """One visit starting at ``t`` (ms); returns the time of its last event."""
     length = 1 + min(int(rng.expovariate(1 / 17)), 150)
     cart: List[int] = []
@@ -186,7 +186,7 @@ def _burst_size(rng: random.Random, number: int) -> int:
     return rng.randint(7, 10) if number % 3 == 1 else rng.randint(6, 15)
 
 
-def _plant_burst(rng: random.Random, out: list, user: str, card: str, kind: str, at: int,
+def _plant_burst(rng: random.Random, out: List[Any], user: str, card: str, kind: str, at: int,
                  size: int) -> None:
     t = at
     for _ in range(size):
@@ -242,7 +242,7 @@ def write_batches(stream: Clickstream, directory: str, batches: int, *,
     return paths
 
 
-def _write_json(path: str, rows: Iterable[dict]) -> None:
+def _write_json(path: str, rows: Iterable[Dict[str, Any]]) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         for row in rows:
             record = {k: v for k, v in row.items() if v is not None}
@@ -251,7 +251,7 @@ def _write_json(path: str, rows: Iterable[dict]) -> None:
             handle.write("\n")
 
 
-def _write_parquet(path: str, rows: List[dict]) -> None:
+def _write_parquet(path: str, rows: List[Dict[str, Any]]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -266,13 +266,13 @@ def _write_parquet(path: str, rows: List[dict]) -> None:
 # --- what Spark will do with it ---------------------------------------------
 
 
-def late_events(batches: Sequence[Sequence[dict]], watermark_ms: int,
-                where: Optional[Callable[[dict], bool]] = None) -> List[dict]:
+def late_events(batches: Sequence[Sequence[Dict[str, Any]]], watermark_ms: int,
+                where: Optional[Callable[[Dict[str, Any]], bool]] = None) -> List[Dict[str, Any]]:
     """The events Spark drops as late when it reads ``batches`` one per
     micro-batch with ``withWatermark("ts", watermark)`` on the rows that pass
     ``where``: an event is late when its time is at or behind the watermark,
     which is the max event time of the earlier batches minus the delay."""
-    late: List[dict] = []
+    late: List[Dict[str, Any]] = []
     max_ms: Optional[int] = None
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     for rows in batches:

@@ -15,7 +15,7 @@ rewrite per touched key stays under ~20 KB.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Sequence
+from typing import Any, Dict, Sequence
 
 PACKED_BELOW_BYTES = 20_000     # bucket bytes rewritten per touched key
 MANY_TOUCHED = 1_000            # "thousands of keys touched per micro-batch"
@@ -45,7 +45,7 @@ SNAPSHOT_BYTES = {"sessions": 90, "alerts": 200}
 KEY_OF = {"sessions": "user_id", "alerts": "card_id"}
 
 
-def demo_hosts(batches: Sequence[Sequence[dict]], forced: str = "auto"
+def demo_hosts(batches: Sequence[Sequence[Dict[str, Any]]], forced: str = "auto"
                ) -> Dict[str, HostChoice]:
     """The host of each demo query for these micro-batches (``forced``:
     "per_key" or "packed" for both, as ``--host`` says)."""

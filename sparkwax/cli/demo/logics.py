@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from datetime import datetime, timedelta
-from typing import List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ...logic import DISCARD, RETAIN, StatefulLogic
 
@@ -27,14 +27,14 @@ ALERT_SCHEMA = ("rule string, window_start timestamp, detected_at timestamp, "
                 "purchases long, amount double")
 
 
-def to_cents(amount) -> int:
+def to_cents(amount: Optional[float]) -> int:
     """Dollars (float) -> whole cents; None/NaN -> 0."""
     if amount is None or amount != amount:
         return 0
     return int(round(amount * 100))
 
 
-class UserSession(StatefulLogic):
+class UserSession(StatefulLogic[Dict[str, Any], Dict[str, Any], Tuple[Any, ...]]):
     """Web sessions of one user, in event time.
 
     A session is a run of events with no silence longer than ``gap``. It
@@ -51,11 +51,14 @@ class UserSession(StatefulLogic):
 
     gap = timedelta(minutes=30)
 
-    def __init__(self, resume: Optional[Tuple] = None):
+    start: Optional[datetime]
+    last: Optional[datetime]
+
+    def __init__(self, resume: Optional[Tuple[Any, ...]] = None) -> None:
         (self.start, self.last, self.events, self.purchases,
          self.cents) = resume or (None, None, 0, 0, 0)
 
-    def on_item(self, event):
+    def on_item(self, event: Dict[str, Any]) -> Tuple[Iterable[Dict[str, Any]], bool]:
         ts = event["ts"]
         emits = []
         if self.last is not None and ts - self.last > self.gap:
@@ -75,21 +78,21 @@ class UserSession(StatefulLogic):
     def notify_at(self) -> Optional[datetime]:
         return None if self.last is None else self.last + self.gap
 
-    def on_notify(self):
+    def on_notify(self) -> Tuple[Iterable[Dict[str, Any]], bool]:
         return [self._summary()], DISCARD
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[Dict[str, Any]], bool]:
         return [self._summary()], DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[Any, ...]:
         return (self.start, self.last, self.events, self.purchases, self.cents)
 
-    def _summary(self) -> dict:
+    def _summary(self) -> Dict[str, Any]:
         return {"session_start": self.start, "session_end": self.last, "events": self.events,
                 "purchases": self.purchases, "revenue": self.cents / 100}
 
 
-class CardFraud(StatefulLogic):
+class CardFraud(StatefulLogic[Dict[str, Any], Dict[str, Any], Tuple[Any, ...]]):
     """Card-testing detection for one card, over its purchases.
 
     Rules, checked after every purchase (``newest`` = latest purchase time):
@@ -117,11 +120,11 @@ class CardFraud(StatefulLogic):
     small_cents = 200
     small_count = 3
 
-    def __init__(self, resume: Optional[Tuple] = None):
+    def __init__(self, resume: Optional[Tuple[Any, ...]] = None) -> None:
         recent, self.alerted = resume or ((), False)
         self.recent: List[Tuple[datetime, int]] = list(recent)  # sorted (ts, cents)
 
-    def on_item(self, purchase):
+    def on_item(self, purchase: Dict[str, Any]) -> Tuple[Iterable[Dict[str, Any]], bool]:
         ts = purchase["ts"]
         if self.recent and ts >= self.recent[-1][0] + self.window:
             # Idle for a whole window (the timer was not due yet in this
@@ -140,7 +143,7 @@ class CardFraud(StatefulLogic):
         self.alerted = True
         return [alert], RETAIN
 
-    def _check(self, newest: datetime) -> Optional[dict]:
+    def _check(self, newest: datetime) -> Optional[Dict[str, Any]]:
         small_cutoff = newest - self.small_window
         small = [e for e in self.recent if e[0] > small_cutoff and e[1] < self.small_cents]
         if len(small) >= self.small_count:
@@ -150,20 +153,21 @@ class CardFraud(StatefulLogic):
         return None
 
     @staticmethod
-    def _alert(rule: str, entries, newest: datetime) -> dict:
+    def _alert(rule: str, entries: List[Tuple[datetime, int]], newest: datetime
+               ) -> Dict[str, Any]:
         return {"rule": rule, "window_start": entries[0][0], "detected_at": newest,
                 "purchases": len(entries), "amount": sum(c for _, c in entries) / 100}
 
     def notify_at(self) -> Optional[datetime]:
         return self.recent[-1][0] + self.window if self.recent else None
 
-    def on_notify(self):
+    def on_notify(self) -> Tuple[Iterable[Dict[str, Any]], bool]:
         return [], DISCARD
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[Dict[str, Any]], bool]:
         return [], DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[Any, ...]:
         return (tuple(self.recent), self.alerted)
 
 

@@ -75,7 +75,7 @@ class DemoLines:
                             f"keys held {self.keys.get(name, 0):,} (in {where})", 1)
 
 
-def print_summary(report, say: Printer, watermark: str) -> None:
+def print_summary(report: Any, say: Printer, watermark: str) -> None:
     """The end-of-demo table (``report`` is a DemoReport)."""
     say()
     say("sparkwax demo: summary")
@@ -146,9 +146,10 @@ def duration(seconds: float) -> str:
     return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
-def when(moment) -> str:
+def when(moment: Any) -> str:
     if isinstance(moment, datetime):
         if moment.tzinfo is not None:
             moment = moment.astimezone(timezone.utc)
-        return moment.strftime("%Y-%m-%d %H:%M:%S")
+        shown: str = moment.strftime("%Y-%m-%d %H:%M:%S")
+        return shown
     return str(moment)

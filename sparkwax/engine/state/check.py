@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time as wall_clock
 from dataclasses import dataclass, field
-from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import pyarrow as pa
 from pyspark.sql import functions as F
@@ -78,7 +78,7 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def check_state(spark, checkpoint: str, builder: Builder, *, operator_id: int = 0,
+def check_state(spark: Any, checkpoint: str, builder: Builder, *, operator_id: int = 0,
                 examples: int = 3, step_id: Optional[str] = None,
                 time: Optional[TimeMode] = None, batch: bool = False, ttl: Any = None,
                 max_state_bytes: Optional[int] = None,
@@ -120,7 +120,7 @@ def check_state(spark, checkpoint: str, builder: Builder, *, operator_id: int = 
                        failures)
 
 
-def recorded_time(recorded: dict) -> Optional[TimeMode]:
+def recorded_time(recorded: Dict[str, Any]) -> Optional[TimeMode]:
     """The time mode ``sw.start`` recorded (``"ts - 120000 ms"``), if any.
 
     >>> recorded_time({"time": "event", "event_time": "ts - 120000 ms"}).column

@@ -20,7 +20,7 @@ null and the other rows are read as usual).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Window
@@ -43,7 +43,7 @@ _STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 _BASE = "base"  # the state before a change feed's first batch, while diffing buckets
 
 
-def state_dataframe(spark, checkpoint: str, *, operator_id: int = 0,
+def state_dataframe(spark: Any, checkpoint: str, *, operator_id: int = 0,
                     batch_id: Optional[int] = None,
                     decode: Optional[Callable[[Any], Any]] = None,
                     schema: Union[None, str, T.StructType] = None,
@@ -97,7 +97,7 @@ def state_dataframe(spark, checkpoint: str, *, operator_id: int = 0,
     return flat.mapInArrow(ship_function(spark, state_rows), out)
 
 
-def flat_state(spark, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None,
+def flat_state(spark: Any, checkpoint: str, *, operator_id: int = 0, batch_id: Optional[int] = None,
                changes: Optional[Tuple[int, Optional[int]]] = None,
                key_schema: Optional[str] = None, step_id: Optional[str] = None
                ) -> Tuple[DataFrame, Layout, T.StructType]:
@@ -130,7 +130,7 @@ def output_type(key_type: T.StructType, snapshot: T.DataType, changes: bool) -> 
         T.StructField("partition", T.IntegerType()), T.StructField("error", T.StringType())])
 
 
-def snapshot_type(spark, schema: Union[None, str, T.StructType]) -> T.DataType:
+def snapshot_type(spark: Any, schema: Union[None, str, T.StructType]) -> T.DataType:
     if schema is None:
         return T.StringType()
     if isinstance(schema, T.StructType):
@@ -138,7 +138,7 @@ def snapshot_type(spark, schema: Union[None, str, T.StructType]) -> T.DataType:
     return _struct_of(spark, schema, "schema", "DDL or a StructType")
 
 
-def _struct_of(spark, ddl: Any, name: str, wanted: str) -> T.StructType:
+def _struct_of(spark: Any, ddl: Any, name: str, wanted: str) -> T.StructType:
     """``ddl`` parsed by ``spark`` as a StructType, or a ConfigError naming ``name``."""
     from ..plan import parse_ddl  # not at the top: plan -> start -> this package
     if not isinstance(ddl, str):
@@ -164,7 +164,7 @@ def change_range(changes: Any) -> Tuple[int, Optional[int]]:
     return start, end
 
 
-def require_change_feed(spark, checkpoint: str, operator_id: int) -> None:
+def require_change_feed(spark: Any, checkpoint: str, operator_id: int) -> None:
     """A ``ConfigError`` naming the store unless the checkpoint's state is in
     RocksDB with changelog checkpointing (the only store with a change feed)."""
     store = storage_for(spark)
@@ -185,7 +185,7 @@ def require_change_feed(spark, checkpoint: str, operator_id: int) -> None:
                           f"changelog files: {fix}")
 
 
-def store_provider(store, checkpoint: str) -> Optional[str]:
+def store_provider(store: Any, checkpoint: str) -> Optional[str]:
     """The state store class the checkpoint's newest offset log entry names."""
     import json
 
@@ -195,12 +195,13 @@ def store_provider(store, checkpoint: str) -> Optional[str]:
     newest = max(numbered, key=lambda e: int(e.name))
     lines = (store.read_text(newest.path) or "").splitlines()
     try:
-        return json.loads(lines[1]).get("conf", {}).get(_STORE_CONF)
+        provider: Optional[str] = json.loads(lines[1]).get("conf", {}).get(_STORE_CONF)
+        return provider
     except (IndexError, ValueError, AttributeError):
         return None
 
 
-def recorded_step(spark, checkpoint: str) -> Dict[str, Any]:
+def recorded_step(spark: Any, checkpoint: str) -> Dict[str, Any]:
     """The one step ``sw.start`` recorded in ``sparkwax-steps.json`` ({} if
     none, several, or the file is damaged: the state can still be read)."""
     try:
@@ -210,7 +211,7 @@ def recorded_step(spark, checkpoint: str) -> Dict[str, Any]:
     return dict(next(iter(steps.values()))) if len(steps) == 1 else {}
 
 
-def _key_type(spark, checkpoint: str, raw: DataFrame, packed: bool, key_schema: Optional[str],
+def _key_type(spark: Any, checkpoint: str, raw: DataFrame, packed: bool, key_schema: Optional[str],
               recorded: Dict[str, Any], operator_id: int) -> T.StructType:
     if not packed:
         stored: T.StructType = raw.schema["key"].dataType  # type: ignore[assignment]
@@ -222,7 +223,7 @@ def _key_type(spark, checkpoint: str, raw: DataFrame, packed: bool, key_schema: 
     return _struct_of(spark, ddl, "key_schema", "DDL such as 'user string'")
 
 
-def _first_key_ddl(spark, raw: DataFrame) -> str:
+def _first_key_ddl(spark: Any, raw: DataFrame) -> str:
     """A packed step's key columns from its first stored key's Python type
     (one small job: the type's DDL comes back, not the state)."""
     def first_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -244,10 +245,11 @@ def _first_key_ddl(spark, raw: DataFrame) -> str:
         raise ConfigError("read_state: a packed step's key columns are not recorded in "
                           f"{STEPS_FILE} and its keys' type is not one sparkwax can name: "
                           "give key_schema= (e.g. \"user string\")")
-    return found[0]["ddl"]
+    ddl: str = found[0]["ddl"]
+    return ddl
 
 
-def key_names(raw: DataFrame) -> list:
+def key_names(raw: DataFrame) -> List[str]:
     """The names of the state rows' key columns."""
     key_type: T.StructType = raw.schema["key"].dataType  # type: ignore[assignment]
     return key_type.fieldNames()
@@ -273,7 +275,7 @@ def key_ddl(key: Any) -> str:
     return ", ".join(f"{n} {t}" for n, t in zip(names, types))
 
 
-def _flat(spark, checkpoint: str, raw: DataFrame, layout: Layout, operator_id: int,
+def _flat(spark: Any, checkpoint: str, raw: DataFrame, layout: Layout, operator_id: int,
           changes: Optional[Tuple[int, Optional[int]]]) -> DataFrame:
     """The state rows as the flat columns ``rows.entries`` reads."""
     head = [F.col(BATCH), F.col(CHANGE)] if changes is not None else []

@@ -36,7 +36,7 @@ class ShownKey(NamedTuple):
     partition: int
 
 
-def shown_state(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None,
+def shown_state(spark: Any, checkpoint: str, *, operator_id: int = 0, key: Any = None,
                 limit: Optional[int] = None, as_repr: bool = False
                 ) -> Tuple[List[ShownKey], Dict[str, Any], bool]:
     """``(keys, summary, deadlines)``: the ``limit`` largest keys (or
@@ -85,7 +85,7 @@ def shown_state(spark, checkpoint: str, *, operator_id: int = 0, key: Any = None
     return sorted(found, key=lambda k: key_order(k.key)), summary, deadlines
 
 
-def _has_deadlines(spark, checkpoint: str, operator_id: int) -> bool:
+def _has_deadlines(spark: Any, checkpoint: str, operator_id: int) -> bool:
     """A two-clock step: a per-key state row with a deadline, or a packed
     step recorded as having deadlines."""
     from .frame import flat_state

@@ -19,8 +19,9 @@ from .core import (LATE_SESSION_ID, collect_window, count_window, fold_window, j
 from .out import WindowOut, window_schema
 from .windowers import SessionWindower, SlidingWindower, TumblingWindower
 
-__all__ = sorted([
-    "LATE_SESSION_ID", "SessionWindower", "SlidingWindower", "TumblingWindower", "WindowOut",
-    "collect_window", "count_window", "fold_window", "join_window", "max_window",
-    "mean_window", "min_window", "reduce_window", "sum_window", "window_schema",
-])
+__all__ = [  # a literal list (sorted), so that type checkers read it
+    "LATE_SESSION_ID", "SessionWindower", "SlidingWindower", "TumblingWindower",
+    "WindowOut", "collect_window", "count_window", "fold_window", "join_window",
+    "max_window", "mean_window", "min_window", "reduce_window", "sum_window",
+    "window_schema",
+]

@@ -50,7 +50,8 @@ Time (see docs/operators.md, "Windows"):
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union, cast
+from datetime import datetime, timedelta
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 from ...clock import now
 from ...errors import ConfigError
@@ -58,7 +59,7 @@ from ...logic import DISCARD, StatefulLogic
 from .._base import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,
                      later, optional_timedelta, time_getter)
 from ..joins import JoinConfig
-from ._aggs import Collect, Count, Extreme, Fold, Join, Mean, Ordered, Reduce, Sum
+from ._aggs import Agg, Collect, Count, Extreme, Fold, Join, Mean, Ordered, Reduce, Sum
 from .out import WindowOut
 from .windowers import FixedWindower, SessionWindower, Windower
 
@@ -67,12 +68,14 @@ LATE_SESSION_ID = -1
 is not known once that session is closed and forgotten)."""
 
 
-def _result(window_id, open_time, close_time, value) -> WindowOut:
+def _result(window_id: int, open_time: Optional[datetime], close_time: Optional[datetime],
+            value: Any) -> WindowOut:
     """A window's result: the default ``result`` of :class:`WindowConfig`."""
     return WindowOut(window_id, open_time, close_time, value)
 
 
-def _late(window_id, open_time, close_time, value) -> WindowOut:
+def _late(window_id: int, open_time: Optional[datetime], close_time: Optional[datetime],
+          value: Any) -> WindowOut:
     """A late value: the default ``late`` of :class:`WindowConfig`."""
     return WindowOut(window_id, open_time, close_time, None, value)
 
@@ -83,9 +86,9 @@ def _late(window_id, open_time, close_time, value) -> WindowOut:
 class WindowConfig:
     """What a window operator's builder holds."""
 
-    def __init__(self, windower: Windower, agg, ts: FieldSpec, lateness: Optional[Duration],
-                 result: Callable = _result, late: Optional[Callable] = _late,
-                 ordered: bool = False, session_ids: bool = True):
+    def __init__(self, windower: Windower, agg: Agg, ts: FieldSpec, lateness: Optional[Duration],
+                 result: Callable[..., Any] = _result, late: Optional[Callable[..., Any]] = _late,
+                 ordered: bool = False, session_ids: bool = True) -> None:
         if not isinstance(windower, (FixedWindower, SessionWindower)):
             raise ConfigError(f"windower must be a TumblingWindower, SlidingWindower or "
                               f"SessionWindower, got {windower!r}")
@@ -99,13 +102,13 @@ class WindowConfig:
         if not isinstance(ordered, bool):
             raise ConfigError(f"ordered must be True or False, got {ordered!r}")
         self.time_of = time_getter(ts)
-        self.agg = Ordered(agg, self.time_of) if ordered else agg
+        self.agg: Agg = Ordered(agg, self.time_of) if ordered else agg
         self.lateness = optional_timedelta(lateness, "lateness")
         self.result = result
         self.late = late
 
 
-class WindowLogic(StatefulLogic):
+class WindowLogic(StatefulLogic[Any, Any, Tuple[Any, ...]]):
     """One key's windows. Snapshot: ``(watermark, known, windows)`` with
     ``windows`` a tuple of ``(id, open_time, close_time, count, acc)``;
     ``watermark`` is the key's watermark (None before it is known) and
@@ -118,12 +121,16 @@ class WindowLogic(StatefulLogic):
     ``close_time`` inside is its last value's time plus the gap (when it
     closes); it is reported as the last value's time, Bytewax's metadata."""
 
-    def __init__(self, config: WindowConfig, resume=None):
+    watermark: Optional[datetime]
+    known: Optional[datetime]
+    windows: Dict[int, List[Any]]  # id -> [open_time, close_time, count, acc]
+
+    def __init__(self, config: WindowConfig, resume: Optional[Tuple[Any, ...]] = None) -> None:
         self.config = config
         self.next_id = 0
         if resume is None:
             self.watermark = self.known = None
-            self.windows: Dict[int, list] = {}
+            self.windows = {}
         else:
             self.watermark, self.known, windows = resume[:3]
             if len(resume) > 3:
@@ -132,7 +139,7 @@ class WindowLogic(StatefulLogic):
 
     # callbacks
 
-    def on_item(self, value):
+    def on_item(self, value: Any) -> Tuple[Iterable[Any], bool]:
         config = self.config
         ts = config.time_of(value)
         emits: List[Any] = []
@@ -145,14 +152,15 @@ class WindowLogic(StatefulLogic):
             self._close_due(emits)
         return emits, self._discard()
 
-    def notify_at(self):
+    def notify_at(self) -> Optional[datetime]:
         if self.windows:
-            return min(w[1] for w in self.windows.values())
+            first: datetime = min(w[1] for w in self.windows.values())
+            return first
         if self.watermark is not None and (self.known is None or self.watermark > self.known):
             return self.watermark  # a husk: forget the key once the engine catches up
         return None
 
-    def on_notify(self):
+    def on_notify(self) -> Tuple[Iterable[Any], bool]:
         fired = self.notify_at()  # the engine's clock has reached it
         emits: List[Any] = []
         if fired is not None:
@@ -164,13 +172,13 @@ class WindowLogic(StatefulLogic):
             self._close_due(emits, reached)
         return emits, self._discard()
 
-    def on_eof(self):
+    def on_eof(self) -> Tuple[Iterable[Any], bool]:
         emits: List[Any] = []
         for window_id in self._by_close(self.windows):
             self._close(window_id, emits)
         return emits, DISCARD
 
-    def snapshot(self):
+    def snapshot(self) -> Tuple[Any, ...]:
         windows = tuple((i, w[0], w[1], w[2], w[3]) for i, w in self.windows.items())
         if self.config.session_ids:
             return (self.watermark, self.known, windows, self.next_id)
@@ -184,15 +192,19 @@ class WindowLogic(StatefulLogic):
         return not self.windows and (self.watermark is None or (
             self.known is not None and self.watermark <= self.known))
 
-    def _shown_close(self, close_time):
+    def _shown_close(self, close_time: datetime) -> datetime:
         """A session reports its last value's time (Bytewax's close_time)."""
-        return close_time - self.config.windower.gap if self.config.session else close_time
+        if self.config.session:
+            # a timedelta once SessionWindower.__post_init__ ran
+            return close_time - cast(timedelta, cast(SessionWindower, self.config.windower).gap)
+        return close_time
 
-    def _late(self, window_id, open_time, close_time, value, emits) -> None:
+    def _late(self, window_id: int, open_time: Optional[datetime],
+              close_time: Optional[datetime], value: Any, emits: List[Any]) -> None:
         if self.config.late is not None:
             emits.append(self.config.late(window_id, open_time, close_time, value))
 
-    def _fixed_item(self, ts, value, emits) -> None:
+    def _fixed_item(self, ts: datetime, value: Any, emits: List[Any]) -> None:
         config = self.config
         windower, agg, watermark = (cast(FixedWindower, config.windower), config.agg,
                                      self.watermark)
@@ -210,13 +222,14 @@ class WindowLogic(StatefulLogic):
             for out in now:
                 emits.append(config.result(window_id, open_time, close_time, out))
 
-    def _session_item(self, ts, value, emits) -> None:
+    def _session_item(self, ts: datetime, value: Any, emits: List[Any]) -> None:
         config = self.config
         if self.watermark is not None and ts <= self.watermark:
             self._late(LATE_SESSION_ID, None, None, value, emits)
             return
-        gap, agg = cast(SessionWindower, config.windower).gap, config.agg
-        target = None
+        gap = cast(timedelta, cast(SessionWindower, config.windower).gap)  # after __post_init__
+        agg = config.agg
+        target: Optional[int] = None
         for window_id in self._by_open():
             window = self.windows[window_id]
             if window[0] - gap <= ts <= window[1]:
@@ -241,7 +254,7 @@ class WindowLogic(StatefulLogic):
             emits.append(config.result(target, window[0], window[1] - gap, out))
         self._merge_sessions(emits)
 
-    def _merge_sessions(self, emits) -> None:
+    def _merge_sessions(self, emits: List[Any]) -> None:
         if len(self.windows) < 2:
             return
         agg, result = self.config.agg, self.config.result
@@ -264,10 +277,10 @@ class WindowLogic(StatefulLogic):
     def _by_open(self) -> List[int]:
         return sorted(self.windows, key=lambda i: (self.windows[i][0], i))
 
-    def _by_close(self, windows) -> List[int]:
+    def _by_close(self, windows: Dict[int, List[Any]]) -> List[int]:
         return sorted(windows, key=lambda i: (windows[i][1], windows[i][0], i))
 
-    def _close_due(self, emits, reached=None) -> None:
+    def _close_due(self, emits: List[Any], reached: Optional[datetime] = None) -> None:
         """Close, in close-time order, every window whose close time is at or
         before the key's watermark or ``reached`` (the engine's clock); the
         key's watermark moves to the latest close time closed."""
@@ -282,7 +295,7 @@ class WindowLogic(StatefulLogic):
         for window_id in order:
             self._close(window_id, emits)
 
-    def _close(self, window_id, emits) -> None:
+    def _close(self, window_id: int, emits: List[Any]) -> None:
         open_time, close_time, count, acc = self.windows.pop(window_id)
         close_time = self._shown_close(close_time)
         if self.config.number_at_close:
@@ -292,9 +305,13 @@ class WindowLogic(StatefulLogic):
             emits.append(self.config.result(window_id, open_time, close_time, out))
 
 
-def _window_operator(name: str, windower: Windower, agg, *, ts: FieldSpec = "ts",
+WindowBuilder = OperatorBuilder[Any, WindowOut, Tuple[Any, ...]]
+"""What the window operators return: a builder of logics that emit ``WindowOut``."""
+
+
+def _window_operator(name: str, windower: Windower, agg: Agg, *, ts: FieldSpec = "ts",
                      lateness: Optional[Duration] = None,
-                     ordered: bool = False) -> OperatorBuilder:
+                     ordered: bool = False) -> WindowBuilder:
     return OperatorBuilder(name, WindowLogic,
                            WindowConfig(windower, agg, ts, lateness, ordered=ordered))
 
@@ -309,9 +326,10 @@ _DOC_COMMON = """
 
 
 def fold_window(windower: Windower, builder: Callable[[], Any],
-                folder: Callable[[Any, Any], Any], merger: Optional[Callable] = None, *,
+                folder: Callable[[Any, Any], Any],
+                merger: Optional[Callable[[Any, Any], Any]] = None, *,
                 ts: FieldSpec = "ts", lateness: Optional[Duration] = None,
-                ordered: bool = True) -> OperatorBuilder:
+                ordered: bool = True) -> WindowBuilder:
     """Per window, ``acc = folder(acc, value)`` from ``builder()``; emits the
     accumulator when the window closes. ``merger(older, newer)`` combines the
     accumulators of two sessions that merge (needed for session windows).
@@ -327,7 +345,7 @@ def fold_window(windower: Windower, builder: Callable[[], Any],
 
 def collect_window(windower: Windower, *, ts: FieldSpec = "ts",
                    lateness: Optional[Duration] = None, ordered: bool = True
-                   ) -> OperatorBuilder:
+                   ) -> WindowBuilder:
     """Per window, the list of its values: in timestamp order (ties in the
     order the logic saw them) with ``ordered=True``, Bytewax's default; in
     the order the logic saw them with ``ordered=False``."""
@@ -336,20 +354,20 @@ def collect_window(windower: Windower, *, ts: FieldSpec = "ts",
 
 
 def count_window(windower: Windower, *, ts: FieldSpec = "ts",
-                 lateness: Optional[Duration] = None) -> OperatorBuilder:
+                 lateness: Optional[Duration] = None) -> WindowBuilder:
     """Per window, the number of its values."""
     return _window_operator("count_window", windower, Count(), ts=ts, lateness=lateness)
 
 
 def reduce_window(windower: Windower, reducer: Callable[[Any, Any], Any], *,
-                  ts: FieldSpec = "ts", lateness: Optional[Duration] = None) -> OperatorBuilder:
+                  ts: FieldSpec = "ts", lateness: Optional[Duration] = None) -> WindowBuilder:
     """Per window, ``reducer(acc, value)`` from its first value."""
     return _window_operator("reduce_window", windower, Reduce(reducer), ts=ts,
                             lateness=lateness)
 
 
 def sum_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
-               lateness: Optional[Duration] = None) -> OperatorBuilder:
+               lateness: Optional[Duration] = None) -> WindowBuilder:
     """Per window, the sum of ``by(value)`` (a field name or a callable;
     default the value itself). None numbers are skipped, like Spark's
     ``sum``; a window whose numbers are all None sums to None."""
@@ -358,7 +376,7 @@ def sum_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts"
 
 
 def mean_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
-                lateness: Optional[Duration] = None) -> OperatorBuilder:
+                lateness: Optional[Duration] = None) -> WindowBuilder:
     """Per window, the mean of ``by(value)`` (a field name or a callable;
     default the value itself) as a float. None numbers are skipped, like
     Spark's ``avg``; a window whose numbers are all None has a None mean."""
@@ -367,14 +385,14 @@ def mean_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts
 
 
 def max_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
-               lateness: Optional[Duration] = None) -> OperatorBuilder:
+               lateness: Optional[Duration] = None) -> WindowBuilder:
     """Per window, the largest value by ``by`` (ties keep the earlier value)."""
     return _window_operator("max_window", windower, Extreme(field_getter(by) or identity, 1),
                             ts=ts, lateness=lateness)
 
 
 def min_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts",
-               lateness: Optional[Duration] = None) -> OperatorBuilder:
+               lateness: Optional[Duration] = None) -> WindowBuilder:
     """Per window, the smallest value by ``by`` (ties keep the earlier value)."""
     return _window_operator("min_window", windower, Extreme(field_getter(by) or identity, -1),
                             ts=ts, lateness=lateness)
@@ -382,7 +400,7 @@ def min_window(windower: Windower, by: FieldSpec = None, *, ts: FieldSpec = "ts"
 
 def join_window(windower: Windower, sides: Union[int, Sequence[Any]] = 2, *,
                 insert_mode: str = "last", emit_mode: str = "final", ts: FieldSpec = "ts",
-                lateness: Optional[Duration] = None, ordered: bool = True) -> OperatorBuilder:
+                lateness: Optional[Duration] = None, ordered: bool = True) -> WindowBuilder:
     """Join per window: values are ``(side, value)`` pairs and ``ts`` reads the
     inner value. ``emit_mode="final"`` (default) emits when the window closes,
     ``"complete"`` as soon as every side has a value (then starts over within
@@ -404,10 +422,10 @@ def join_window(windower: Windower, sides: Union[int, Sequence[Any]] = 2, *,
 class _SideValue:
     """``get(value)`` of a ``(side, value)`` pair."""
 
-    def __init__(self, get):
+    def __init__(self, get: Callable[[Any], Any]) -> None:
         self.get = get
 
-    def __call__(self, item):
+    def __call__(self, item: Any) -> Any:
         return self.get(item[1])
 
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Union, cast
+from typing import Tuple, Union, cast
 
 from ...errors import ConfigError
 from ...timers import EPOCH
@@ -34,7 +34,7 @@ class FixedWindower:
     offset: timedelta
     align_to: datetime
 
-    def _check(self, length, offset, align_to) -> None:
+    def _check(self, length: Duration, offset: Duration, align_to: datetime) -> timedelta:
         length = as_timedelta(length, "window length")
         offset = as_timedelta(offset, "window offset")
         if length <= _ZERO or offset <= _ZERO:
@@ -52,7 +52,7 @@ class FixedWindower:
         since = ts - self.align_to
         return range((since - self.length) // self.offset + 1, since // self.offset + 1)
 
-    def bounds(self, window_id: int):
+    def bounds(self, window_id: int) -> Tuple[datetime, datetime]:
         """``(open_time, close_time)`` of window ``window_id``."""
         open_time = self.align_to + self.offset * window_id
         return open_time, open_time + self.length
@@ -71,7 +71,7 @@ class SlidingWindower(FixedWindower):
     offset: Duration  # type: ignore[assignment]
     align_to: datetime = EPOCH
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         offset = self._check(self.length, self.offset, self.align_to)
         object.__setattr__(self, "offset", offset)
 
@@ -84,7 +84,7 @@ class TumblingWindower(FixedWindower):
     length: Duration  # type: ignore[assignment]  # a timedelta after __post_init__
     align_to: datetime = EPOCH
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._check(self.length, self.length, self.align_to)
 
     @property
@@ -103,7 +103,7 @@ class SessionWindower:
 
     gap: Duration
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "gap", as_timedelta(self.gap, "session gap"))
 
 

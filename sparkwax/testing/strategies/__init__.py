@@ -16,12 +16,12 @@ Every function is keyword-only and accepts strategies for its parts.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from hypothesis import strategies as st
 
-from ...timers import EventTime
-from ..script import Batch, Crash, Eof, Tick
+from ...timers import EventTime, TimeMode
+from ..script import Batch, Crash, Eof, ScriptStep, Tick
 
 SearchStrategy = st.SearchStrategy
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -58,7 +58,7 @@ def timestamped_items(*, keys: Optional[SearchStrategy] = None,
         lambda s: timedelta(seconds=s))
     one = st.tuples(keys, values, steps, disorder)
 
-    def build(rows: List[Tuple[Any, Any, timedelta, timedelta]]):
+    def build(rows: List[Tuple[Any, Any, timedelta, timedelta]]) -> List[Tuple[Any, Any]]:
         clock, items = start, []
         for key, value, step, back in rows:
             clock += step
@@ -68,7 +68,8 @@ def timestamped_items(*, keys: Optional[SearchStrategy] = None,
     return st.lists(one, min_size=min_size, max_size=max_size).map(build)
 
 
-def _timed(keys: SearchStrategy, values: SearchStrategy, wrap, *, column: str,
+def _timed(keys: SearchStrategy, values: SearchStrategy, wrap: Callable[[datetime, Any], Any],
+           *, column: str,
            start: datetime, steps: Optional[SearchStrategy],
            disorder: Optional[SearchStrategy], min_size: int, max_size: int
            ) -> SearchStrategy:
@@ -78,7 +79,7 @@ def _timed(keys: SearchStrategy, values: SearchStrategy, wrap, *, column: str,
     disorder = disorder if disorder is not None else st.integers(0, 300).map(
         lambda s: timedelta(seconds=s))
 
-    def build(rows: List[Tuple[Any, Any, timedelta, timedelta]]):
+    def build(rows: List[Tuple[Any, Any, timedelta, timedelta]]) -> List[Tuple[Any, Any]]:
         clock, items = start, []
         for key, value, step, back in rows:
             clock += step
@@ -133,7 +134,7 @@ def event_types(*, types: Dict[str, Dict[str, SearchStrategy]], type_column: str
     one = st.one_of([st.fixed_dictionaries(fields).map(_typed(type_column, name))
                      for name, fields in types.items()])
 
-    def wrap(ts, value):
+    def wrap(ts: datetime, value: Dict[str, Any]) -> Dict[str, Any]:
         return {column: ts, **(every if one_schema else {}), **value}
 
     return _timed(keys, one, wrap, column=column, start=start, steps=steps,
@@ -178,8 +179,8 @@ def _sided(side: Any) -> Callable[[Dict[str, Any]], Tuple[Any, Dict[str, Any]]]:
 
 
 @st.composite
-def micro_batches(draw, *, items: Optional[SearchStrategy] = None,
-                  max_batches: int = 8) -> List[list]:
+def micro_batches(draw: st.DrawFn, *, items: Optional[SearchStrategy] = None,
+                  max_batches: int = 8) -> List[List[Any]]:
     """A stream (drawn from ``items``) split into consecutive micro-batches,
     order kept; empty batches allowed."""
     stream = draw(items if items is not None else keyed_items())
@@ -194,7 +195,7 @@ def clock_advances(*, count: int, start: datetime = START,
     steps = steps if steps is not None else st.integers(0, 3600).map(
         lambda s: timedelta(seconds=s))
 
-    def build(deltas):
+    def build(deltas: List[timedelta]) -> List[datetime]:
         clock, times = start, []
         for delta in deltas:
             clock += delta
@@ -210,10 +211,11 @@ def crash_points(*, batches: int, max_crashes: int = 3) -> SearchStrategy:
 
 
 @st.composite
-def scripts(draw, *, items: Optional[SearchStrategy] = None, time=None,
+def scripts(draw: st.DrawFn, *, items: Optional[SearchStrategy] = None,
+            time: Optional[TimeMode] = None,
             crashes: bool = True, ticks: bool = True, eof: bool = True,
             max_batches: int = 8, clock: Optional[SearchStrategy] = None,
-            two_clocks: bool = False) -> list:
+            two_clocks: bool = False) -> List[ScriptStep]:
     """Whole scripts: batches of ``items`` (default: keyed ints, or timestamped
     items in EventTime mode), processing times in ProcessingTime mode (and in
     EventTime mode with ``two_clocks``, for a logic with processing deadlines:
@@ -222,21 +224,22 @@ def scripts(draw, *, items: Optional[SearchStrategy] = None, time=None,
     Eof."""
     event = isinstance(time, EventTime)
     if items is None:
-        items = timestamped_items(column=time.column) if event else keyed_items()
+        items = timestamped_items(column=cast(EventTime, time).column) if event else keyed_items()
     batches = draw(micro_batches(items=items, max_batches=max_batches))
     crash_at = set(draw(crash_points(batches=len(batches)))) if crashes else set()
     tick_at = set(draw(st.lists(st.integers(0, len(batches)), max_size=2))) if ticks else set()
     nows = None if event and not two_clocks else draw(clock if clock is not None else clock_advances(
         count=len(batches) + len(tick_at)))
-    script: list = []
+    script: List[ScriptStep] = []
     now_index = 0
 
-    def next_now():
+    def next_now() -> Optional[datetime]:
         nonlocal now_index
         if nows is None:
             return None
         now_index += 1
-        return nows[now_index - 1]
+        moment: datetime = nows[now_index - 1]
+        return moment
 
     for position in range(len(batches) + 1):
         if position in crash_at:
@@ -250,7 +253,7 @@ def scripts(draw, *, items: Optional[SearchStrategy] = None, time=None,
     return script
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name == "check_logic":
         from .check import check_logic
 

@@ -27,14 +27,17 @@ sparkwax.testing.strategies.check.LogicCheckFailed: ...
 from __future__ import annotations
 
 import pickle
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 from hypothesis import HealthCheck, given, settings as hypothesis_settings
+from hypothesis.strategies import SearchStrategy
 
 from ...errors import SparkwaxError
+from ...logic import Builder
 from ...step import Step
+from ...timers import TimeMode
 from ..runner import RunResult, output_checker, run
-from ..script import Crash, describe
+from ..script import Crash, Script, describe
 from . import scripts as scripts_strategy
 
 _HINTS = {
@@ -63,11 +66,12 @@ class LogicCheckFailed(AssertionError, SparkwaxError):
     """check_logic found a script on which the logic breaks a property."""
 
 
-def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False,
-                order_by=None, step_id: str = "check", max_examples: int = 100,
+def check_logic(builder: Builder, *, items: Optional[SearchStrategy[Any]] = None,
+                time: Optional[TimeMode] = None, batch: bool = False,
+                order_by: Any = None, step_id: str = "check", max_examples: int = 100,
                 eof: bool = True, settings: Optional[hypothesis_settings] = None,
-                ttl=None, max_state_bytes: Optional[int] = None, sides=None,
-                output_schema=None) -> None:
+                ttl: Any = None, max_state_bytes: Optional[int] = None,
+                sides: Optional[Sequence[Any]] = None, output_schema: Any = None) -> None:
     """Property-test ``builder``'s logic on generated scripts; raise
     LogicCheckFailed with the shrunk script on the first broken property:
 
@@ -101,13 +105,13 @@ def check_logic(builder: Callable, *, items=None, time=None, batch: bool = False
 
     @chosen
     @given(strategy)
-    def property_test(script):
+    def property_test(script: Script) -> None:
         _check_script(step, script)
 
     property_test()
 
 
-def _check_script(step: Step, script) -> None:
+def _check_script(step: Step, script: Script) -> None:
     calm = [action for action in script if not isinstance(action, Crash)]
     live = run(step, calm, restore="on_crash")
     spark_like = run(step, script, restore="always")
@@ -123,12 +127,13 @@ def _check_script(step: Step, script) -> None:
         _check_roundtrip(step.logic_builder(), script, key, snapshot)
 
 
-def _compare(prop: str, script, expected: RunResult, actual: RunResult, label: str) -> None:
+def _compare(prop: str, script: Script, expected: RunResult, actual: RunResult,
+             label: str) -> None:
     if expected.by_key != actual.by_key or not _same(expected.snapshots, actual.snapshots):
         _fail(prop, script, _diff(expected, actual, label))
 
 
-def _check_roundtrip(builder, script, key, snapshot) -> None:
+def _check_roundtrip(builder: Builder, script: Script, key: Any, snapshot: Any) -> None:
     try:
         restored = pickle.loads(pickle.dumps(snapshot, protocol=5))
         again = builder(restored).snapshot()
@@ -163,7 +168,7 @@ def _diff(expected: RunResult, actual: RunResult, label: str) -> str:
     return "\n".join(lines)
 
 
-def _fail(prop: str, script, details: str) -> None:
+def _fail(prop: str, script: Script, details: str) -> NoReturn:
     raise LogicCheckFailed(
         f"check_logic: property '{prop}' failed.\n{_HINTS[prop]}\n\n"
         f"Script (shrunk):\n{describe(script)}\n\n{details}")
