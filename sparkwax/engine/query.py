@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterator, List, Optional
 from ..errors import SparkwaxError
 from .catch_up import asks_every_batch, process_all_available
 from .diagnose import explained, last_commit
+from .progress import wait_for_stop
 from .storage import storage_for
 
 
@@ -101,7 +102,10 @@ class Query:
     def _print_progress(self) -> None:
         """The progress lines reported so far, and, once the query has
         stopped, the last ones: they come before what the caller prints next
-        (and before the program ends: the progress thread is a daemon)."""
+        (and before the program ends: the progress thread is a daemon); after
+        a graceful stop (Ctrl-C, SIGTERM), the "stopped" line too."""
+        if not self.spark_query.isActive:
+            wait_for_stop(self)
         if self.following is not None:
             self.following.finish()
 

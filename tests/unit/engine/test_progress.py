@@ -7,7 +7,8 @@ import signal
 import threading
 import time
 
-from sparkwax.engine.progress import Follower, follow, query_name, stop_on_signals
+from sparkwax.engine.progress import (Follower, follow, query_name, stop_on_signals,
+                                      wait_for_stop)
 from sparkwax.engine.query import Query
 
 
@@ -99,3 +100,41 @@ def test_an_unnamed_query_is_labelled_by_its_steps_not_its_id():
     assert query_name(started) == "alerts,sessions"
     spark_query.name = "mine"
     assert query_name(started) == "mine"
+
+
+def test_one_signal_stops_every_started_query_at_the_same_time_with_one_line():
+    """Two sw.start calls (two stop_on_signals) share one handler: one
+    signal stops both, neither waits for the other's batches."""
+    lines = []
+    first = FakeQuery([1] * 1000, name="first", pause=0.02)
+    second = FakeQuery([1] * 1000, name="second", pause=0.02)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        assert stop_on_signals(first, say=lines.append, signals=(signal.SIGTERM,))
+        assert stop_on_signals(second, say=lines.append, signals=(signal.SIGTERM,))
+        first.start(), second.start()
+        while len(second.recentProgress) < 3:
+            time.sleep(0.01)
+        signal.raise_signal(signal.SIGTERM)
+        assert first.awaitTermination(30) and second.awaitTermination(30)
+        for query in (first, second):
+            wait_for_stop(query, 30)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert lines.count("sparkwax: SIGTERM: stopping after the current micro-batch "
+                       "(again to stop at once)") == 1
+    for name in ("first", "second"):
+        assert len([line for line in lines if f"stopped query {name!r}" in line]) == 1
+    assert len(first.recentProgress) < 1000 and len(second.recentProgress) < 1000
+
+
+def test_pushed_and_polled_progress_print_each_batch_once_in_order():
+    lines = []
+    spark_query = FakeQuery([], name="q")
+    follower = Follower({"q": spark_query}, lines.append)
+    follower.push("q", _progress(0, 5))
+    spark_query.recentProgress = [_progress(0, 5), _progress(1, 2)]
+    follower.poll()
+    follower.push("q", _progress(1, 2))  # the listener's event, late
+    follower.push("q", _progress(2, 0))
+    assert [line.split()[2] for line in lines] == ["0", "1", "2"]
