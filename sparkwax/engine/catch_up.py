@@ -39,6 +39,8 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from .stopping import stop_quietly
+
 POLL_SECONDS = 0.05
 ONCE_CONF = "spark.sparkwax.once"  # `sparkwax submit --once`: sw.start's queries as availableNow
 BOUNDED_TRIGGERS = ("availableNow",)  # "once" ends by itself: one micro-batch
@@ -61,11 +63,20 @@ def bounded(trigger: Optional[Mapping[str, Any]]) -> bool:
     return any(bool((trigger or {}).get(name)) for name in BOUNDED_TRIGGERS)
 
 
+def ran_batch(progress: Optional[Mapping[str, Any]]) -> bool:
+    """Whether ``progress`` reports a micro-batch that ran, not Spark's idle
+    report (a query waiting for data reports its next batch id, with no
+    ``addBatch`` duration)."""
+    if not progress:
+        return False
+    return "addBatch" in (progress.get("durationMs") or {})
+
+
 def caught_up(progress: Optional[Mapping[str, Any]]) -> bool:
     """Whether ``progress`` (a ``StreamingQueryProgress`` as a dict) is a
-    micro-batch that ran (not Spark's idle report, which has no
-    ``addBatch``), read no new offsets and had none left to read."""
-    if not progress or "addBatch" not in (progress.get("durationMs") or {}):
+    micro-batch that ran (``ran_batch``), read no new offsets and had none
+    left to read."""
+    if not progress or not ran_batch(progress):
         return False
     for source in progress.get("sources") or []:
         start, end = _offset(source.get("startOffset")), _offset(source.get("endOffset"))
@@ -107,12 +118,13 @@ def wait_caught_up(query: Any, *, after: int = -1, poll: float = POLL_SECONDS,
 
 def stop_when_caught_up(query: Any, stop: Optional[Callable[[], None]] = None,
                         poll: float = POLL_SECONDS) -> threading.Thread:
-    """A daemon thread that stops ``query`` (with ``stop``, default its own)
-    once it is caught up: the ``availableNow`` of a step that asks
-    for a micro-batch at every trigger."""
+    """A daemon thread that stops ``query`` once it is caught up: the
+    ``availableNow`` of a step that asks for a micro-batch at every trigger.
+    ``stop`` (default: ``stopping.stop_quietly``, after the micro-batch in
+    flight, a no-data one that Spark started at once) ends it."""
     def run() -> None:
         if wait_caught_up(query, poll=poll):
-            (stop or query.stop)()
+            (stop or (lambda: stop_quietly(query)))()
     thread = threading.Thread(target=run, name="sparkwax-available-now", daemon=True)
     thread.start()
     return thread
@@ -127,5 +139,6 @@ def process_all_available(query: Any, poll: float = POLL_SECONDS) -> bool:
     return wait_caught_up(query, after=last_batch(query) + 1, poll=poll)
 
 
-__all__ = ["ONCE_CONF", "asks_every_batch", "bounded", "caught_up", "last_batch", "process_all_available",
+__all__ = ["ONCE_CONF", "asks_every_batch", "bounded", "caught_up", "last_batch",
+           "process_all_available", "ran_batch",
            "stop_when_caught_up", "wait_caught_up"]

@@ -29,6 +29,7 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO, Tuple
 
 from ..metrics import steps_in
+from .catch_up import ran_batch
 from .stopping import end_after_batch, execution
 
 Say = Callable[[str], None]
@@ -115,6 +116,8 @@ class Follower:
             self._show(name, progress)
 
     def _show(self, name: str, progress: Mapping[str, Any]) -> None:
+        if not ran_batch(progress):  # Spark's idle report: no batch ran
+            return
         batch = int(progress["batchId"])
         if batch > self.seen[name]:
             self.seen[name] = batch

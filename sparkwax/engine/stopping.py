@@ -79,6 +79,14 @@ def end_after_batch(query: Any, jvm: Any, deadline: float, poll: float = 0.02) -
     return _ended(jvm, 0.0)
 
 
+def stop_quietly(query: Any, wait_seconds: float = 60.0) -> None:
+    """Stop ``query`` after its micro-batch in flight (``end_after_batch``);
+    Spark's ``stop()`` over Spark Connect, or after ``wait_seconds``."""
+    jvm = execution(query)
+    if jvm is None or not end_after_batch(query, jvm, time.monotonic() + wait_seconds):
+        query.stop()
+
+
 def _safe_point(query: Any, jvm: Any) -> bool:
     """Not in a trigger (the next one sees the state first), or running a
     job of the batch (past Spark's last check before running it)."""
@@ -136,4 +144,4 @@ def _ended(jvm: Any, seconds: float) -> bool:
         return True
 
 
-__all__ = ["end_after_batch", "execution"]
+__all__ = ["end_after_batch", "execution", "stop_quietly"]

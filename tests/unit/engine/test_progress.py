@@ -14,7 +14,7 @@ from sparkwax.engine.query import Query
 
 def _progress(batch, rows):
     return {"batchId": batch, "numInputRows": rows, "processedRowsPerSecond": 10.0,
-            "durationMs": {"triggerExecution": 100}, "stateOperators": [],
+            "durationMs": {"addBatch": 80, "triggerExecution": 100}, "stateOperators": [],
             "eventTime": {}, "observedMetrics": {}}
 
 
@@ -138,3 +138,15 @@ def test_pushed_and_polled_progress_print_each_batch_once_in_order():
     follower.push("q", _progress(1, 2))  # the listener's event, late
     follower.push("q", _progress(2, 0))
     assert [line.split()[2] for line in lines] == ["0", "1", "2"]
+
+
+def test_an_idle_report_is_not_a_batch_line():
+    """A query waiting for data reports its next batch id with no addBatch
+    (Spark's idle report): no line, and the batch's own line still comes."""
+    lines = []
+    follower = Follower({"q": None}, say=lines.append)
+    idle = {**_progress(1, 0), "durationMs": {"latestOffset": 3, "triggerExecution": 3}}
+    follower.push("q", idle)
+    assert lines == []
+    follower.push("q", _progress(1, 0))
+    assert len(lines) == 1 and "batch   1" in lines[0]
