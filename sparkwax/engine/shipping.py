@@ -240,8 +240,7 @@ def _ship_to_context(spark: Any, sc: Any) -> Optional[str]:
     if shipped is not None:
         return shipped or None
     included = list(getattr(sc, "_python_includes", None) or [])
-    included += [os.path.basename(p) for p in
-                 (sc.getConf().get("spark.submit.pyFiles", "") or "").split(",") if p]
+    included += [os.path.basename(p) for p in submitted_py_files(sc).split(",") if p]
     ship, reason = ship_decision(sc.master, spark.conf.get(CONF_KEY, None),
                                  os.environ.get(ENV_KEY), included)
     setattr(sc, _ZIPPED, ship or any(_is_sparkwax_zip(name) for name in included))
@@ -254,6 +253,14 @@ def _ship_to_context(spark: Any, sc: Any) -> Optional[str]:
     log.info("shipped sparkwax to executors as %s (%s)", path, reason)
     setattr(sc, _ATTRIBUTE, path)
     return path
+
+
+def submitted_py_files(sc: Any) -> str:
+    """``spark.submit.pyFiles`` of the SparkContext ``sc``, read from its
+    own conf (``sc.getConf()`` copies every entry over py4j first: ~120
+    round trips before a step's first micro-batch)."""
+    conf = getattr(sc, "_conf", None) or sc.getConf()
+    return str(conf.get("spark.submit.pyFiles", "") or "")
 
 
 def ship_function(spark: Any, function: Callable[..., Any]) -> Callable[..., Any]:
