@@ -38,6 +38,8 @@ variant, median and range over the rounds:
   JIT compilers, GC and the rest (py4j's threads: the session, the plan and
   ``start`` as the driver's calls run them); the JIT's share is the least
   steady;
+* ``codegen``: the classes Spark compiled (its ``CodegenMetrics``) up to
+  the first commit, median;
 * the phases before batch 0 (median): import, session, plan, start.
 
 Then each sparkwax host over bare: the median of the per-round ratios
@@ -170,6 +172,8 @@ def child(variant: str, source: str, workdir: str, master: str) -> dict:
     marks["import"] = time.time()
     spark = sw.local_session(master)
     marks["session"] = time.time()
+    codegen = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics \
+        .METRIC_COMPILATION_TIME()  # Spark's count of generated classes compiled
     stream = spark.readStream.schema("key long, v long").parquet(source)
     checkpoint = os.path.join(workdir, "checkpoint")
     if variant == "bare":
@@ -188,6 +192,7 @@ def child(variant: str, source: str, workdir: str, master: str) -> dict:
     query.processAllAvailable()
     marks["commit"] = time.time()
     cpu_by = tree_cpu_seconds(os.getpid())
+    compiled = int(codegen.getCount())
     progress = query.recentProgress[0]
     query.stop()
     spark.stop()
@@ -198,6 +203,7 @@ def child(variant: str, source: str, workdir: str, master: str) -> dict:
     return {"variant": variant, "batch0_ms": progress["durationMs"]["triggerExecution"],
             "duration_ms": progress["durationMs"], "to_commit_s": marks["commit"] - t0,
             "cpu_s": sum(cpu_by.values()) if cpu_by else float("nan"), "cpu_by": cpu_by,
+            "codegen": compiled,
             "phases": phases}
 
 
@@ -244,7 +250,7 @@ def spread(values) -> str:
 
 
 def report(results: dict, variants) -> None:
-    print(f"{'variant':8} {'batch0 s':>20} {'to commit s':>20} {'cpu s':>20}"
+    print(f"{'variant':8} {'batch0 s':>20} {'to commit s':>20} {'cpu s':>20} {'codegen':>8}"
           f"  phases s: import, session, plan, start")
     for variant in variants:
         runs = results[variant]
@@ -252,7 +258,8 @@ def report(results: dict, variants) -> None:
                   for p in ("import", "session", "plan", "start")]
         print(f"{variant:8} {spread([r['batch0_ms'] / 1000 for r in runs]):>20} "
               f"{spread([r['to_commit_s'] for r in runs]):>20} "
-              f"{spread([r['cpu_s'] for r in runs]):>20}  "
+              f"{spread([r['cpu_s'] for r in runs]):>20} "
+              f"{statistics.median(r['codegen'] for r in runs):>8.0f}  "
               + ", ".join(f"{p:.2f}" for p in phases))
     print(f"\ncpu s by process and JVM thread, median:\n  {'':8}"
           + "".join(f"{kind:>15}" for kind in CPU_KINDS))
