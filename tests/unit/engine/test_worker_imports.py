@@ -11,11 +11,9 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from kit import REPO
 DRIVER_SIDE = ["sparkwax.engine.plan", "sparkwax.engine.start", "sparkwax.engine.progress",
                "sparkwax.engine.finish", "sparkwax.engine.state", "sparkwax.engine.replay",
                "sparkwax.engine.session", "sparkwax.engine.shipping", "sparkwax.engine.storage"]
