@@ -43,7 +43,7 @@ import os
 import sys
 from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
-from .zips import cache_dir, zip_bytes
+from .zips import cache_dir, submitted_py_files, zip_bytes
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 ZIP_PREFIX = "app-modules-"
@@ -157,7 +157,7 @@ def ship_app_modules(spark: Any) -> Optional[str]:
         return getattr(sc, "_sparkwax_app_shipped", None) or None
     setattr(sc, "_sparkwax_app_shipped", "")
     setting = str(spark.conf.get(CONF_KEY, None) or os.environ.get(ENV_KEY) or "auto")
-    included = (sc.getConf().get("spark.submit.pyFiles", "") or "").split(",")
+    included = submitted_py_files(sc).split(",")
     included += list(getattr(sc, "_python_includes", None) or [])
     app = getattr(sys.modules.get("__main__"), "__file__", None)
     if setting.strip().lower() in ("false", "no", "off", "0") or not app \

@@ -27,7 +27,8 @@ from ..errors import ConfigError
 from ..metrics import StepMetrics
 from ..young_gc import fewer_collections
 from .bucket import Bucket, pickled_size
-from .columns import InputLayout, presorted, radix_argsort, read_group, stack_frames
+from .columns import InputLayout, presorted, read_group, stack_frames
+from .radix import radix_argsort
 from .host import NO_TIMEOUT, arm, check_snapshot_size
 from .outputs import OutputBuilder
 from .prepack import Unpacker

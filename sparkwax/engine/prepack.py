@@ -14,16 +14,23 @@ The rows of one input partition keep their order in its payloads; payloads
 of several partitions interleave as rows of several partitions do. Spark's
 late filter never sees an event time (the rows are inside the payloads):
 every late row reaches the driver, which drops and counts it.
+
+``pack_rows`` runs in a ``mapInArrow`` worker, which has no pandas loaded:
+this module imports numpy and pyarrow only, pandas in ``Unpacker`` (a worker
+importing pandas costs the first micro-batch a few hundred ms of CPU; see
+docs/performance.md, "Start-up").
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, List
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List
 
 import numpy as np
-import pandas as pd
 
-from .columns import _column_values, radix_argsort
+from .radix import radix_argsort
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PAYLOAD = "__sw_rows"
 """The packed row's column holding its bucket's rows (an Arrow IPC stream)."""
@@ -52,12 +59,12 @@ def pack_rows(bucket_column: str, buckets: int) -> Callable[[Iterable[Any]], Ite
 
 def packed_batch(pa: Any, batch: Any, bucket_column: str, buckets: int) -> Any:
     """One Arrow batch's rows, one IPC payload per bucket (see ``pack_rows``)."""
-    numbers = batch.column(bucket_column).to_numpy(zero_copy_only=False)
+    numbers = _int64_values(pa, batch.column(bucket_column))
     rows = batch.drop_columns([bucket_column])
     if len(numbers) > 1 and bool((numbers[1:] != numbers[:-1]).any()):
         order = radix_argsort(numbers, buckets)
         numbers = numbers[order]
-        rows = rows.take(pa.array(order))
+        rows = rows.take(_int64_array(pa, order))
     starts = np.flatnonzero(np.r_[True, numbers[1:] != numbers[:-1]])
     ends = np.r_[starts[1:], len(numbers)]
     sink = pa.BufferOutputStream()  # the payloads end to end, one binary array
@@ -68,8 +75,28 @@ def packed_batch(pa: Any, batch: Any, bucket_column: str, buckets: int) -> Any:
         offsets.append(sink.tell())
     payloads = pa.Array.from_buffers(pa.binary(), len(starts), [
         None, pa.py_buffer(np.array(offsets, dtype=np.int32)), sink.getvalue()])
-    return pa.RecordBatch.from_arrays([pa.array(numbers[starts], pa.int64()), payloads],
+    return pa.RecordBatch.from_arrays([_int64_array(pa, numbers[starts]), payloads],
                                       names=[bucket_column, PAYLOAD])
+
+
+# pyarrow imports pandas in ``pa.array`` and ``Array.to_numpy``; a mapInArrow
+# worker has not (see the module's docstring), so the bucket numbers move
+# through the arrays' buffers
+
+
+def _int64_values(pa: Any, column: Any) -> np.ndarray:
+    """A non-null int64 Arrow array's values, read from its buffer."""
+    if column.type != pa.int64() or column.null_count:
+        values: np.ndarray = column.to_numpy(zero_copy_only=False)
+        return values
+    return np.frombuffer(column.buffers()[1], dtype=np.int64, count=len(column),
+                         offset=column.offset * 8)
+
+
+def _int64_array(pa: Any, values: np.ndarray) -> Any:
+    """An int64 Arrow array of ``values`` (ints), over their buffer."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
 def read_payload(payload: Any) -> Any:
@@ -91,11 +118,14 @@ class Unpacker:
         self.prefer_int_ext_dtype = prefer_int_ext_dtype
 
     def __call__(self, chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
+        import pandas as pd
         import pyarrow as pa
         from pyspark.sql.conversion import ArrowBatchTransformer
 
+        from .columns import _column_values
+
         tables: List[Any] = [read_payload(payload) for chunk in chunks if len(chunk)
-                        for payload in _column_values(chunk, PAYLOAD)]
+                             for payload in _column_values(chunk, PAYLOAD)]
         if not tables:
             return pd.DataFrame()
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)

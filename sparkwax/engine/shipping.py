@@ -59,7 +59,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ConfigError
 from .app_modules import ship_app_modules
-from .zips import cache_dir, zip_bytes
+from .zips import cache_dir, submitted_py_files, zip_bytes
 
 CONF_KEY = "spark.sparkwax.ship"
 ENV_KEY = "SPARKWAX_SHIP"
@@ -225,8 +225,7 @@ def _ship_to_context(spark: Any, sc: Any) -> Optional[str]:
     if shipped is not None:
         return shipped or None
     included = list(getattr(sc, "_python_includes", None) or [])
-    included += [os.path.basename(p) for p in
-                 (sc.getConf().get("spark.submit.pyFiles", "") or "").split(",") if p]
+    included += [os.path.basename(p) for p in submitted_py_files(sc).split(",") if p]
     ship, reason = ship_decision(sc.master, spark.conf.get(CONF_KEY, None),
                                  os.environ.get(ENV_KEY), included)
     setattr(sc, _ZIPPED, ship or any(_is_sparkwax_zip(name) for name in included))

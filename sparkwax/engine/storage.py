@@ -100,9 +100,15 @@ class HadoopStorage:
         self._spark = spark
         self._jvm = spark.sparkContext._jvm
         self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+        self._path_class: Any = None  # Hadoop's Path: looked up once (each lookup is ~5 py4j calls)
+
+    def _path(self, *parts: Any) -> Any:
+        if self._path_class is None:
+            self._path_class = self._jvm.org.apache.hadoop.fs.Path
+        return self._path_class(*parts)
 
     def _fs(self, path: str) -> Tuple[Any, Any]:
-        hadoop_path = self._jvm.org.apache.hadoop.fs.Path(path)
+        hadoop_path = self._path(path)
         try:
             return hadoop_path.getFileSystem(self._conf), hadoop_path
         except Exception as error:
@@ -135,7 +141,7 @@ class HadoopStorage:
             return None
         if fs.getFileStatus(hadoop_path).isDirectory():
             parts = [e.path for e in self.list(path) if e.name.startswith("part-")]
-            return b"".join(self._read_file(fs, self._jvm.org.apache.hadoop.fs.Path(p))
+            return b"".join(self._read_file(fs, self._path(p))
                             for p in parts)
         return self._read_file(fs, hadoop_path)
 
@@ -153,7 +159,7 @@ class HadoopStorage:
     def write_text(self, path: str, text: str) -> None:
         """Write one file (replacing it): to a hidden temporary file, then renamed."""
         fs, hadoop_path = self._fs(path)
-        staging = self._jvm.org.apache.hadoop.fs.Path(
+        staging = self._path(
             hadoop_path.getParent(), f".{hadoop_path.getName()}.{int(wall_clock.time() * 1e6)}.tmp")
         stream = fs.create(staging, True)
         try:
