@@ -16,9 +16,16 @@ from __future__ import annotations
 import atexit
 import json
 import threading
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, Mapping, Optional, Protocol, Set
 
-from .progress import Follower
+
+class Follower(Protocol):
+    """What the listener hands the progress to (``progress.Follower``; a
+    protocol here: progress imports this module)."""
+
+    def poll(self) -> None: ...
+
+    def push(self, name: str, progress: Mapping[str, Any]) -> None: ...
 
 
 class Listening:
