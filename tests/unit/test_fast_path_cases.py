@@ -8,6 +8,7 @@ restarted from nothing would count from 1 again.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -235,3 +236,38 @@ def test_an_untouched_key_keeps_its_stored_bytes():
         assert act.state is first.state and act.timer == ms(30) and act.armed is not None
         assert (act.emits, act.fired, act.created, act.discarded, act.rows) == ([], 0, 0, 0, 0)
         assert repr(act.snapshot) == "<unchanged snapshot>"
+
+
+class Slow(StatefulLogic):
+    """Takes at least 2 ms per item: an activation's callback_us is known."""
+
+    def __init__(self, resume=None):
+        self.count = resume or 0
+
+    def on_item(self, value):
+        time.sleep(0.002)
+        self.count += 1
+        return [self.count], RETAIN
+
+    def snapshot(self):
+        return self.count
+
+
+@pytest.mark.parametrize("entry", ["plain_keys", "activate", "general", "live", "live_general",
+                                   "bounded"])
+def test_callback_us_is_the_activations_time_in_microseconds(entry):
+    driver = Driver(Step.of(Slow, step_id="slow")) if entry in ("plain_keys", "activate", "live") \
+        else general_driver(Slow, False)
+    calls = {
+        "plain_keys": lambda: driver.activate_plain_keys(["a"], [None], [["x"]], [NO_VALUE],
+                                                         0).metrics.callback_us,
+        "activate": lambda: driver.activate("a", None, ["x"], 0).callback_us,
+        "general": lambda: driver.activate("a", None, ["x"], 0).callback_us,
+        "live": lambda: driver.activate_live("a", None, None, ["x"], 0)[0].callback_us,
+        "live_general": lambda: driver.activate_live("a", None, None, ["x"], 0)[0].callback_us,
+        "bounded": lambda: driver.activate_bounded("a", ["x"]).callback_us,
+    }
+    before = time.perf_counter_ns()
+    spent = calls[entry]()
+    elapsed_us = (time.perf_counter_ns() - before) // 1000
+    assert type(spent) is int and 2000 <= spent <= elapsed_us
