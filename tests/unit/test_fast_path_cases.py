@@ -8,7 +8,6 @@ restarted from nothing would count from 1 again.
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -117,9 +116,9 @@ BATCH_EXPECTED = [
 CASES = [(Tally, False, ITEM_EXPECTED), (BatchTally, True, BATCH_EXPECTED)]
 
 
-def general_driver(builder, batch):
+def general_driver(builder, batch, step_id="tally"):
     """A Driver that takes the general path (``_plain`` off)."""
-    driver = Driver(Step.of(builder, step_id="tally", batch=batch))
+    driver = Driver(Step.of(builder, step_id=step_id, batch=batch))
     driver._plain = False
     return driver
 
@@ -237,129 +236,3 @@ def test_an_untouched_key_keeps_its_stored_bytes():
         assert (act.emits, act.fired, act.created, act.discarded, act.rows) == ([], 0, 0, 0, 0)
         assert repr(act.snapshot) == "<unchanged snapshot>"
 
-
-class Slow(StatefulLogic):
-    """Takes at least 2 ms per item: an activation's callback_us is known."""
-
-    def __init__(self, resume=None):
-        self.count = resume or 0
-
-    def on_item(self, value):
-        time.sleep(0.002)
-        self.count += 1
-        return [self.count], RETAIN
-
-    def snapshot(self):
-        return self.count
-
-
-@pytest.mark.parametrize("entry", ["plain_keys", "activate", "general", "live", "live_general",
-                                   "bounded"])
-def test_callback_us_is_the_activations_time_in_microseconds(entry):
-    driver = Driver(Step.of(Slow, step_id="slow")) if entry in ("plain_keys", "activate", "live") \
-        else general_driver(Slow, False)
-    calls = {
-        "plain_keys": lambda: driver.activate_plain_keys(["a"], [None], [["x"]], [NO_VALUE],
-                                                         0).metrics.callback_us,
-        "activate": lambda: driver.activate("a", None, ["x"], 0).callback_us,
-        "general": lambda: driver.activate("a", None, ["x"], 0).callback_us,
-        "live": lambda: driver.activate_live("a", None, None, ["x"], 0)[0].callback_us,
-        "live_general": lambda: driver.activate_live("a", None, None, ["x"], 0)[0].callback_us,
-        "bounded": lambda: driver.activate_bounded("a", ["x"]).callback_us,
-    }
-    before = time.perf_counter_ns()
-    spent = calls[entry]()
-    elapsed_us = (time.perf_counter_ns() - before) // 1000
-    assert type(spent) is int and 2000 <= spent <= elapsed_us
-
-
-class TimerFailsLater(StatefulLogic):
-    """``notify_at()`` raises from its second call on (a live logic's next
-    activation reads it first)."""
-
-    def __init__(self, resume=None):
-        self.reads = 0
-
-    def on_item(self, value):
-        return [value], RETAIN
-
-    def notify_at(self):
-        self.reads += 1
-        if self.reads > 1:
-            raise RuntimeError("no timer today")
-        return None
-
-    def snapshot(self):
-        return None
-
-
-@pytest.mark.parametrize("flat", [True, False])
-def test_a_live_logics_timer_error_names_its_key(flat):
-    driver = Driver(Step.of(TimerFailsLater, step_id="late")) if flat \
-        else general_driver(TimerFailsLater, False)
-    _, logic = driver.activate_live(("k", 1), None, None, ["x"], 0)
-    with pytest.raises(sw.CallbackError) as caught:
-        driver.activate_live(("k", 1), logic, None, ["y"], 0)
-    assert (caught.value.key, caught.value.callback) == (("k", 1), "notify_at")
-
-
-class Kept(StatefulLogic):
-    """Keeps what its items say: a plain value, or a function (only
-    cloudpickle stores it) when an item is "fn"."""
-
-    def __init__(self, resume=None):
-        self.kept = resume
-
-    def on_item(self, value):
-        self.kept = (lambda: "fn") if value == "fn" else value
-        return [self.kept() if callable(self.kept) else self.kept], RETAIN
-
-    def snapshot(self):
-        return self.kept
-
-
-def restore_calls(driver):
-    """How each entry point restores ``stored`` and runs one item "x": the
-    logic's emit (the restored value is what ``on_item`` saw before)."""
-    return {
-        "activate": lambda stored: driver.activate("k", stored, [], 0),
-        "live": lambda stored: driver.activate_live("k", None, stored, [], 0)[0],
-        "plain_keys": lambda stored: driver.activate_plain_keys(
-            ["k"], [stored], [[]], [NO_VALUE], 0),
-    }
-
-
-@pytest.mark.parametrize("flat", [True, False])
-@pytest.mark.parametrize("entry", ["activate", "live", "plain_keys"])
-def test_every_stored_form_restores(flat, entry):
-    # The restore step reads the plain pickle's header itself and leaves every
-    # other form to recovery.decode: a cloudpickled snapshot, a large one, a
-    # bytearray or memoryview of the blob, and a damaged blob (a SnapshotError).
-    if entry == "plain_keys" and not flat:
-        pytest.skip("activate_plain_keys is the flattened path only")
-    driver = Driver(Step.of(Kept, step_id="kept")) if flat else general_driver(Kept, False)
-    call = restore_calls(driver)[entry]
-
-    def restored(stored):
-        act = call(stored)
-        return act.states[0] if entry == "plain_keys" else act.state, act
-
-    big = "v" * 5000
-    for value, form in [("fn", bytes), ("small", bytes), (big, bytes), ("small", bytearray),
-                        ("small", memoryview), (big, memoryview)]:
-        blob = driver.activate("k", None, [value], 0).state
-        assert blob is not None
-        state, act = restored(form(blob))
-        if entry != "live":
-            assert state is not None and bytes(state) == bytes(blob)
-        follow = driver.activate("k", form(blob), ["again"], 0)
-        assert follow.emits == ["again"] and follow.created == 0
-        if value == "fn":  # the function came back through cloudpickle
-            logic = driver.activate_live("k", None, form(blob), [], 0)[1]
-            assert callable(logic.kept) and logic.kept() == "fn"
-        elif entry == "live":
-            assert driver.activate_live("k", None, form(blob), [], 0)[1].kept == value
-    damaged = bytes(driver.activate("k", None, ["small"], 0).state)[:-3]
-    with pytest.raises(sw.SnapshotError) as caught:
-        call(damaged)
-    assert caught.value.key == "k"
