@@ -158,6 +158,8 @@ def each_key(driver, live=False):
                                                   now_ms)
                 if logic is not None:
                     logics[key] = logic
+                # a live logic is kept, not encoded: no state, the snapshot left unread
+                assert act.state is None and (act.snapshot is None) is (logic is None)
                 snapshot = None if logic is None else logic.snapshot()
             else:
                 act = driver.activate(key, stored.get(key), values, now_ms,
