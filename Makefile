@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast demo bench clean
+.PHONY: test test-fast demo bench mutate clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,5 +28,14 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/offline.py
 
+# Mutation testing of the driver: mutmut (the `mutate` extra, a dev tool only)
+# over sparkwax/_driver.py with the driver's fast unit tests (the [mutmut]
+# section of setup.cfg); the score and the survivors: docs/performance.md,
+# "Mutation testing". JOBS: parallel mutants (default 2).
+mutate: $(STAMP)
+	$(PY) -m pip install -q -e ".[mutate]"
+	$(VENV)/bin/mutmut run --max-children $(or $(JOBS),2)
+	$(VENV)/bin/mutmut results
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis mutants

@@ -95,19 +95,33 @@ _new = cast(Callable[[type, Tuple[Any, ...]], Activation], tuple.__new__)
 constructor (which costs more than the rest of a small activation)."""
 
 
-def _activation(emits: List[Any], state: Optional[bytes], timer: Optional[int],
-                snapshot: Any, late: int, armed: Optional[int], rows: int,
-                fired: int, deadline: Optional[int] = None,
-                deadline_fired: int = 0) -> Activation:
-    """An Activation before ``Driver._counted`` adds its counts."""
-    return _new(Activation, (emits, state, timer, snapshot, late, armed, rows, fired, 0, 0, 0,
-                             deadline, deadline_fired))
+def _result(emits: List[Any], state: Optional[bytes], timer: Optional[int], snapshot: Any,
+            late: int, armed: Optional[int], rows: int, fired: int, had_state: bool,
+            has_state: bool, started: int, deadline: Optional[int],
+            deadline_fired: int) -> Activation:
+    """Step 6: the Activation of every entry point, its key counts from
+    whether the key had state before and has it now, its time from ``started``."""
+    return _new(Activation, (emits, state, timer, snapshot, late, armed, rows, fired,
+                             1 if has_state and not had_state else 0,
+                             1 if had_state and not has_state else 0,
+                             (perf_counter_ns() - started) // 1000, deadline, deadline_fired))
 
 
-# The codec's common case, inlined by the flattened activation (recovery.encode/decode).
+class Activations(NamedTuple):
+    """The result of many plain activations at one ``now`` (``Driver.activate_plain_keys``,
+    the packed host's call): an Activation's per-key fields as lists in the
+    keys' order, and the counts summed over the keys."""
+
+    emits: List[List[Any]]            # each key's emits
+    states: List[Optional[bytes]]     # each key's encoded snapshot; None: remove
+    timers: List[Optional[int]]       # each key's next notify_at in epoch ms
+    armed: List[Optional[int]]        # each key's armed timeout
+    metrics: StepMetrics              # the keys' counts, summed
+
+
+# The codec's common case, inlined by the restore and commit steps (recovery.decode/encode).
 _HEADER, _HEADER_SIZE, _COPY_LIMIT, _PROTOCOL = (recovery.PLAIN_HEADER, recovery.HEADER_SIZE,
                                                  recovery.COPY_LIMIT, recovery.PROTOCOL)
-_COUNTED = Activation._fields.index("created")  # the fields before the counts
 _ONE_INPUT = (0,)
 _MISSING = object()
 Columns = Optional[Sequence[Sequence[Any]]]
@@ -117,6 +131,9 @@ EventTimes = Optional[Sequence[Optional[int]]]
 Run = Tuple[Optional[Logic], List[Any], int, int, bool, int]
 """What ``Driver._run`` returns: ``(logic_or_None, emits, late, fired, touched,
 deadlines_fired)`` (``fired`` counts both kinds)."""
+Commit = Tuple[Optional[bytes], Optional[int], Any, Optional[int], Optional[int]]
+"""What ``Driver._commit`` returns: ``(state, timer, snapshot, armed, deadline)``."""
+_NO_STATE: Commit = (None, None, None, None, None)
 
 
 class Driver:
@@ -279,219 +296,20 @@ class Driver:
                  order: Columns = None, committed_timer: Any = NO_VALUE,
                  processing_ms: Optional[int] = None, times_ascending: bool = False
                  ) -> Activation:
-        """One activation of ``key``: restore, timer, items, EOF, commit.
-        ``committed_timer``: the timer committed with ``stored``, if the host
-        kept it; a rebuilt logic that disagrees gets a LostStateWarning.
-        ``processing_ms``: the processing clock of a two-clock step (None:
-        there is none, deadlines do not fire). ``times_ascending``: the
-        caller vouches that ``event_times`` ascend without a None (a host
-        that put them in order with numpy), see ``_arrange_ordered``."""
+        """One activation of ``key`` from its ``stored`` state: restore, timer,
+        items, EOF, commit. ``committed_timer``: the timer committed with
+        ``stored``, if the host kept it; a rebuilt logic that disagrees gets
+        a LostStateWarning. ``processing_ms``: the processing clock of a
+        two-clock step (None: there is none, deadlines do not fire).
+        ``times_ascending``: the caller vouches that ``event_times`` ascend
+        without a None (a host that put them in order with numpy), see
+        ``_arrange_ordered``."""
         if self._plain and self.two_clocks is False and event_times is None and not eof \
                 and (order is None or len(values) < 2):
-            return _new(Activation, self._activate_plain(key, stored, values, now_ms,
-                                                         committed_timer))
-        started = perf_counter_ns()
-        self.check_key(key, values)
-        if self.two_clocks is False:
-            processing_ms = None
-        token = set_clock(self._clock_at(now_ms, processing_ms))
-        try:
-            logic = self._restore(key, stored) if stored is not None else None
-            if logic is not None and committed_timer is not NO_VALUE:
-                self._check_rebuilt_timer(key, logic, committed_timer,
-                                          self._next_timer(key, logic))
-            values, event_times, ordered = self._arrange_ordered(key, values, event_times,
-                                                                 order, times_ascending)
-            logic, emits, late, fired, touched, deadlines = self._run(
-                key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms,
-                ordered=ordered)
-            if not touched and logic is not None:
-                # No callback ran: the stored bytes are still exact; only re-read the timer.
-                timer = self._next_timer(key, logic)
-                act = Activation(emits=emits, state=stored, timer=timer, snapshot=_Lazy,
-                                 late=late, armed=self._armed(timer, now_ms),
-                                 rows=len(values))
-                if self.two_clocks:
-                    act = act._replace(deadline=self._next_deadline(key, logic))
-            else:
-                act = self._commit(key, logic, emits, late, now_ms, len(values), fired)
-                if deadlines:
-                    act = act._replace(deadline_fired=deadlines)
-        finally:
-            reset_clock(token)
-        return self._counted(act, stored is not None, started)
-
-    def flat_activation(self, live: bool = False) -> Optional[Callable[..., Any]]:
-        """What ``activate`` (``live``: ``activate_live``) calls for an
-        activation without event times, nothing to order and not EOF, to call
-        positionally: ``(key, stored, values, now_ms, committed_timer)``
-        (``live``: ``(key, logic, stored, values, now_ms, committed_timer)``);
-        it returns the Activation's fields as a plain tuple (``live``: and the
-        live logic). None when this step takes the general path. A host with
-        many small activations (the offline runner) saves a call and a copy
-        of the tuple per key.
-
-        >>> from sparkwax.step import Step
-        >>> from sparkwax.testing.reference import Counter
-        >>> flat = Driver(Step.of(Counter)).flat_activation()
-        >>> emits, state, *_ = flat("k", None, ["a", "b"], 0, NO_VALUE)
-        >>> emits, recovery.decode(state, step_id="s", key="k")
-        ([1, 2], 2)
-        """
-        if not self._plain or self.two_clocks is not False:
-            return None
-        return self._live_plain if live else self._activate_plain
-
-    def _activate_plain(self, key: Any, stored: Optional[bytes], values: Sequence[Any],
-                        now_ms: Optional[int], committed_timer: Any) -> Tuple[Any, ...]:
-        """``activate`` flattened for the common case (``_plain``: a step
-        without sides nor processing deadlines; no event times, nothing
-        to order, not EOF): the same steps, checks, errors and result
-        (``_plain_key``) without the general path's chain of small calls
-        (about half of a small activation); the Activation's fields as a
-        plain tuple, which ``activate`` wraps. ``tests/unit/core/test_fast_path.py``
-        compares both."""
-        started = perf_counter_ns()
-        token = set_clock(self._plain_clock(now_ms))
-        try:
-            emits, state, timer, snapshot, armed, fired = self._plain_key(
-                key, stored, values, committed_timer, now_ms)
-        finally:
-            reset_clock(token)
-        return (emits, state, timer, snapshot, 0, armed, len(values), fired,
-                1 if stored is None and state is not None else 0,
-                1 if state is None and stored is not None else 0,
-                (perf_counter_ns() - started) // 1000, None, 0)
-
-    def activate_plain_keys(self, keys: Sequence[Any], stored: Sequence[Optional[bytes]],
-                            values: Sequence[Sequence[Any]], committed: Sequence[Any],
-                            now_ms: Optional[int]) -> Tuple[Any, ...]:
-        """``_activate_plain`` of many keys at one ``now_ms``, in the order
-        given, in one call with one clock (one call per key, its clock and
-        its tuple of counts cost ~20% of the packed host's Python at 100k
-        keys). Per key (lists in ``keys`` order): its emits, state blob,
-        timer and armed timeout; then the counts summed over the keys:
-        ``(emits, states, timers, armed, rows, fired, created, discarded,
-        callback_us)``. A key's error stops the call.
-
-        >>> from sparkwax.step import Step
-        >>> from sparkwax.testing.reference import Counter
-        >>> emits, states, *_, rows, fired, created, discarded, us = Driver(
-        ...     Step.of(Counter)).activate_plain_keys(["a", "b"], [None, None], [["x"], ["y", "z"]],
-        ...                                         [NO_VALUE, NO_VALUE], 0)
-        >>> emits, rows, created
-        ([[1], [1, 2]], 3, 2)
-        """
-        started = perf_counter_ns()
-        all_emits: List[List[Any]] = []
-        states: List[Optional[bytes]] = []
-        timers: List[Optional[int]] = []
-        armed_list: List[Optional[int]] = []
-        rows = fired = created = discarded = 0
-        plain_key = self._plain_key
-        token = set_clock(self._plain_clock(now_ms))
-        try:
-            for key, blob, key_values, committed_timer in zip(keys, stored, values, committed):
-                emits, state, timer, _, armed, key_fired = plain_key(
-                    key, blob, key_values, committed_timer, now_ms)
-                all_emits.append(emits)
-                states.append(state)
-                timers.append(timer)
-                armed_list.append(armed)
-                rows += len(key_values)
-                fired += key_fired
-                if blob is None:
-                    created += state is not None
-                elif state is None:
-                    discarded += 1
-        finally:
-            reset_clock(token)
-        return (all_emits, states, timers, armed_list, rows, fired, created, discarded,
-                (perf_counter_ns() - started) // 1000)
-
-    def _plain_clock(self, now_ms: Optional[int]) -> Optional[Clock]:
-        """The clock of a plain activation at ``now_ms`` (the last one's when equal)."""
-        clock = self._clock
-        if now_ms is None:
-            return None
-        if clock is None or clock.now_ms != now_ms or clock.processing_ms is not None:
-            return self._clock_at(now_ms)
-        return clock
-
-    def _plain_key(self, key: Any, blob: Optional[bytes], key_values: Sequence[Any],
-                   committed_timer: Any, now_ms: Optional[int]) -> Tuple[Any, ...]:
-        """One plain activation, its clock already set: ``(emits, state,
-        timer, snapshot, armed, fired)``."""
-        fired = 0
-        kind = type(key)
-        if kind is not str and kind is not int:
-            self.check_key(key, key_values)
-        emits: List[Any] = []
-        touched = False
-        logic: Any = None
-        if blob is not None:  # 1. restore (decode's common case inline)
-            resume: Any = _MISSING
-            if type(blob) is bytes and blob.startswith(_HEADER):
-                try:
-                    resume = _loads(blob[_HEADER_SIZE:] if len(blob) <= _COPY_LIMIT
-                                    else memoryview(blob)[_HEADER_SIZE:])
-                except Exception:
-                    pass  # decode says what is wrong
-            if resume is _MISSING:
-                resume = recovery.decode(blob, step_id=self.step_id, key=key)
-            try:  # as _build (a plain step knows it has no deadlines)
-                logic = self.builder(resume)
-            except Exception as error:
-                raise self._builder_raised(key, resume, error) from error
-            if not callable(getattr(logic, self._entry, None)):
-                raise self._not_a_logic(key, logic)
-            try:  # 2. the timer (as _next_timer; read once for both uses)
-                moment = logic.notify_at()
-            except Exception as error:
-                raise self._notify_at_raised(key, error) from error
-            rebuilt = None if moment is None else self._timer_ms(key, moment)
-            if committed_timer is not NO_VALUE and rebuilt != committed_timer:
-                self._check_rebuilt_timer(key, logic, committed_timer, rebuilt)
-            if rebuilt is not None and is_due(rebuilt, now_ms):
-                touched = True
-                fired = 1
-                if self._call(key, logic, "on_notify", emits):
-                    logic = None
-        if len(key_values) and self.batch:  # 3. items (as _run: one on_batch)
-            touched = True
-            if logic is None:
-                logic = self._build(key, None)
-            if self._call(key, logic, "on_batch", emits, list(key_values)):
-                logic = None
-        elif len(key_values):  # 3. items
-            touched = True
-            logic = self._items(key, logic, key_values, emits)
-        snapshot: Any = None
-        state: Optional[bytes] = None
-        timer: Optional[int] = None
-        armed: Optional[int] = None
-        if logic is not None:  # 5. commit (as _commit)
-            if touched:
-                try:
-                    snapshot = logic.snapshot()
-                except Exception as error:
-                    raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
-                                        f"snapshot() raised {error!r}") from error
-                try:
-                    state = _HEADER + _dumps(snapshot, _PROTOCOL)
-                except Exception:  # encode's other serializer, or its named error
-                    state = recovery.encode(snapshot, step_id=self.step_id, key=key)
-            else:  # no callback ran: the stored bytes are still exact
-                snapshot, state = _Lazy, blob
-            try:
-                moment = logic.notify_at()
-            except Exception as error:
-                raise self._notify_at_raised(key, error) from error
-            if moment is not None:
-                timer = self._timer_ms(key, moment)
-                if now_ms is not None:
-                    armed = self.time.armed_timeout(timer, now_ms)
-        return emits, state, timer, snapshot, armed, fired
+            return self._activate_plain(key, None, stored, values, now_ms, committed_timer,
+                                        False)[0]
+        return self._activate(key, None, stored, values, now_ms, False, eof, event_times,
+                              order, committed_timer, processing_ms, times_ascending)[0]
 
     def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                       values: Sequence[Any], now_ms: Optional[int], *, eof: bool = False,
@@ -505,8 +323,20 @@ class Driver:
         activation (``state`` not encoded) and the live logic (None: no state)."""
         if self._plain and self.two_clocks is False and event_times is None and not eof \
                 and (order is None or len(values) < 2):
-            fields, logic = self._live_plain(key, logic, stored, values, now_ms, committed_timer)
-            return _new(Activation, fields), logic
+            return self._activate_plain(key, logic, stored, values, now_ms, committed_timer,
+                                        True)
+        return self._activate(key, logic, stored, values, now_ms, True, eof, event_times,
+                              order, committed_timer, processing_ms, False)
+
+    def _activate(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
+                  values: Sequence[Any], now_ms: Optional[int], live: bool, eof: bool,
+                  event_times: EventTimes, order: Columns, committed_timer: Any,
+                  processing_ms: Optional[int], ascending: bool
+                  ) -> Tuple[Activation, Optional[Logic]]:
+        """The general activation of ``activate`` and ``activate_live``: the
+        key's ``logic`` if the host keeps it live, else restored from
+        ``stored``; its rows put in order, late ones dropped, EOF; the commit
+        encodes the snapshot unless ``live``. The Activation and the logic."""
         started = perf_counter_ns()
         self.check_key(key, values)
         had_state = logic is not None or stored is not None
@@ -514,82 +344,253 @@ class Driver:
             processing_ms = None
         token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
-            if logic is None and stored is not None:
-                logic = self._restore(key, stored)
-                if committed_timer is not NO_VALUE:
-                    self._check_rebuilt_timer(key, logic, committed_timer,
-                                              self._next_timer(key, logic))
+            if logic is None:
+                logic, timer = self._restore(key, stored, committed_timer)
+            else:
+                timer = self._next_timer(key, logic)
             values, event_times, ordered = self._arrange_ordered(key, values, event_times,
-                                                                 order)
-            logic, emits, late, fired, _, deadlines = self._run(
-                key, logic, values, now_ms, eof, event_times, processing_ms=processing_ms,
-                ordered=ordered)
-            timer = None if logic is None else self._next_timer(key, logic)
-            deadline = None
-            if self.two_clocks and logic is not None:
-                deadline = self._next_deadline(key, logic)
+                                                                 order, ascending)
+            logic, emits, late, fired, touched, deadlines = self._run(
+                key, logic, timer, values, now_ms, eof, event_times,
+                processing_ms=processing_ms, ordered=ordered)
+            state, timer, snapshot, armed, deadline = self._commit(key, logic, touched, stored,
+                                                                   now_ms, not live)
         finally:
             reset_clock(token)
-        act = _activation(emits, None, timer, None if logic is None else _Lazy, late,
-                          None if timer is None else self._armed(timer, now_ms),
-                          len(values), fired, deadline, deadlines)
-        return self._counted(act, had_state, started, logic is not None), logic
+        return _result(emits, state, timer, snapshot, late, armed, len(values), fired,
+                       had_state, logic is not None, started, deadline, deadlines), logic
 
-    def _live_plain(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
-                    values: Sequence[Any], now_ms: Optional[int], committed_timer: Any
-                    ) -> Tuple[Tuple[Any, ...], Optional[Logic]]:
-        """``activate_live`` flattened for the case ``_activate_plain`` takes
-        (the Activation's fields as a plain tuple, and the live logic)."""
+    def flat_activation(self) -> Optional[Callable[..., Tuple[Activation, Optional[Logic]]]]:
+        """What ``activate`` and ``activate_live`` call for an activation
+        without event times, nothing to order and not EOF, to call
+        positionally: ``(key, logic, stored, values, now_ms, committed_timer,
+        live)``, returning the Activation and the live logic (see
+        ``activate_live``; ``live`` false: ``activate``, the state encoded).
+        None when this step takes the general path. A host with many small
+        activations (the offline runner) saves a call per key.
+
+        >>> from sparkwax.step import Step
+        >>> from sparkwax.testing.reference import Counter
+        >>> flat = Driver(Step.of(Counter)).flat_activation()
+        >>> act, _ = flat("k", None, None, ["a", "b"], 0, NO_VALUE, False)
+        >>> act.emits, recovery.decode(act.state, step_id="s", key="k")
+        ([1, 2], 2)
+        """
+        if not self._plain or self.two_clocks is not False:
+            return None
+        return self._activate_plain
+
+    def _activate_plain(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
+                        values: Sequence[Any], now_ms: Optional[int], committed_timer: Any,
+                        live: bool) -> Tuple[Activation, Optional[Logic]]:
+        """``_activate`` for the common case (``_plain``: a step without sides
+        nor processing deadlines; no event times, nothing to order, not EOF):
+        the same steps (``_plain_key``) without the general path's ordering,
+        lateness, deadlines and EOF. ``tests/unit/core/test_fast_path.py``
+        compares both."""
         started = perf_counter_ns()
-        kind = type(key)
-        if kind is not str and kind is not int:
-            self.check_key(key, values)
         had_state = logic is not None or stored is not None
         token = set_clock(self._plain_clock(now_ms))
         try:
-            emits: List[Any] = []
-            fired = 0
-            restored = False  # rebuilt from its snapshot here (not a live logic)
-            if logic is None and stored is not None:
-                logic = self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
-                restored = True
-            if logic is not None:  # 2. the timer (as _next_timer, inline; read once for both uses)
-                try:
-                    moment = logic.notify_at()
-                except Exception as error:
-                    raise self._notify_at_raised(key, error) from error
-                rebuilt = None if moment is None else self._timer_ms(key, moment)
-                if restored and committed_timer is not NO_VALUE and rebuilt != committed_timer:
-                    self._check_rebuilt_timer(key, logic, committed_timer, rebuilt)
-                if rebuilt is not None and is_due(rebuilt, now_ms):
-                    fired = 1
-                    if self._call(key, logic, "on_notify", emits):
-                        logic = None
-            if len(values) and self.batch:
-                if logic is None:
-                    logic = self._build(key, None)
-                if self._call(key, logic, "on_batch", emits, list(values)):
-                    logic = None
-            elif len(values):
-                # An ignore rather than cast(): no call per activation (_build checked on_item).
-                logic = self._items(key, logic, values, emits)  # type: ignore[arg-type]
-            timer: Optional[int] = None
-            armed: Optional[int] = None
-            if logic is not None:
-                try:
-                    moment = logic.notify_at()
-                except Exception as error:
-                    raise self._notify_at_raised(key, error) from error
-                if moment is not None:
-                    timer = self._timer_ms(key, moment)
-                    if now_ms is not None:
-                        armed = self.time.armed_timeout(timer, now_ms)
+            emits, state, timer, snapshot, armed, fired, logic = self._plain_key(
+                key, logic, stored, values, committed_timer, now_ms, not live)
         finally:
             reset_clock(token)
-        has_state = logic is not None
-        return (emits, None, timer, _Lazy if has_state else None, 0, armed, len(values), fired,
-                1 if has_state and not had_state else 0, 1 if had_state and not has_state else 0,
-                (perf_counter_ns() - started) // 1000, None, 0), logic
+        return _result(emits, state, timer, snapshot, 0, armed, len(values), fired, had_state,
+                       logic is not None, started, None, 0), logic
+
+    def activate_plain_keys(self, keys: Sequence[Any], stored: Sequence[Optional[bytes]],
+                            values: Sequence[Sequence[Any]], committed: Sequence[Any],
+                            now_ms: Optional[int]) -> Activations:
+        """``_activate_plain`` of many keys at one ``now_ms``, in the order
+        given, in one call with one clock (one call per key, its clock and
+        its Activation cost ~20% of the packed host's Python at 100k keys):
+        an ``Activations``, each key's fields in ``keys`` order and the
+        counts summed over the keys. A key's error stops the call.
+
+        >>> from sparkwax.step import Step
+        >>> from sparkwax.testing.reference import Counter
+        >>> acts = Driver(Step.of(Counter)).activate_plain_keys(
+        ...     ["a", "b"], [None, None], [["x"], ["y", "z"]], [NO_VALUE, NO_VALUE], 0)
+        >>> acts.emits, acts.metrics.rows_in, acts.metrics.keys_created
+        ([[1], [1, 2]], 3, 2)
+        """
+        started = perf_counter_ns()
+        all_emits: List[List[Any]] = []
+        states: List[Optional[bytes]] = []
+        timers: List[Optional[int]] = []
+        armed_list: List[Optional[int]] = []
+        rows = fired = created = discarded = 0
+        plain_key = self._plain_key
+        token = set_clock(self._plain_clock(now_ms))
+        try:
+            for key, blob, key_values, committed_timer in zip(keys, stored, values, committed):
+                emits, state, timer, _, armed, key_fired, _ = plain_key(
+                    key, None, blob, key_values, committed_timer, now_ms, True)
+                all_emits.append(emits)
+                states.append(state)
+                timers.append(timer)
+                armed_list.append(armed)
+                rows += len(key_values)
+                fired += key_fired
+                if blob is None:
+                    created += state is not None
+                elif state is None:
+                    discarded += 1
+        finally:
+            reset_clock(token)
+        return Activations(all_emits, states, timers, armed_list, StepMetrics(
+            rows, 0, fired, created, discarded, sum(map(len, all_emits)),
+            (perf_counter_ns() - started) // 1000))
+
+    def _plain_clock(self, now_ms: Optional[int]) -> Optional[Clock]:
+        """The clock of a plain activation at ``now_ms`` (the last one's when equal)."""
+        clock = self._clock
+        if now_ms is None:
+            return None
+        if clock is None or clock.now_ms != now_ms or clock.processing_ms is not None:
+            return self._clock_at(now_ms)
+        return clock
+
+    def _plain_key(self, key: Any, logic: Optional[Logic], blob: Optional[bytes],
+                   values: Sequence[Any], committed_timer: Any, now_ms: Optional[int],
+                   encode: bool) -> Tuple[Any, ...]:
+        """One plain activation, its clock already set, from the same step
+        bodies as ``_run``: restore (``blob``, when there is no live
+        ``logic``), due timer, items, commit (``encode``: the snapshot, else
+        the live logic is kept). Returns ``(emits, state, timer, snapshot,
+        armed, fired, logic)``."""
+        kind = type(key)  # pragma: no mutate (a speed guard: check_key tests the same)
+        if kind is not str and kind is not int:  # pragma: no mutate
+            self.check_key(key, values)
+        emits: List[Any] = []
+        if logic is None:
+            logic, timer = self._restore(key, blob, committed_timer)
+        else:
+            timer = self._next_timer(key, logic)
+        fired = 0
+        if timer is not None:
+            logic, fired = self._due_timer(key, logic, timer, now_ms, emits)
+        if len(values):
+            logic = self._take(key, logic, values, emits)
+        state, timer, snapshot, armed, _ = self._commit(
+            key, logic, fired or len(values), blob, now_ms, encode)
+        return emits, state, timer, snapshot, armed, fired, logic
+
+    # -- the steps: one body each, used by every path ------------------------
+
+    def _restore(self, key: Any, stored: Optional[bytes], committed_timer: Any = NO_VALUE
+                 ) -> Tuple[Optional[Logic], Optional[int]]:
+        """Step 1: ``builder(decode(stored))`` (None for a new key) and its
+        ``notify_at()``, read once for the LostStateWarning (a
+        ``committed_timer`` other than the rebuilt one) and the due timer."""
+        if stored is None:
+            return None, None
+        resume: Any = _MISSING
+        if type(stored) is bytes and stored.startswith(_HEADER):  # recovery.decode's common
+            try:                                                   # case, inline
+                resume = _loads(stored[_HEADER_SIZE:] if len(stored) <= _COPY_LIMIT
+                                else memoryview(stored)[_HEADER_SIZE:])
+            except Exception:
+                pass  # decode says what is wrong
+        if resume is _MISSING:
+            resume = recovery.decode(stored, step_id=self.step_id, key=key)
+        logic = self._build(key, resume)
+        try:  # _next_timer, inline (a call less per key)
+            moment = logic.notify_at()
+        except Exception as error:
+            raise self._notify_at_raised(key, error) from error
+        timer = None if moment is None else self._timer_ms(key, moment)
+        if committed_timer is not NO_VALUE and timer != committed_timer:
+            self._lost_state(key, logic, committed_timer, timer)
+        return logic, timer
+
+    def _due_timer(self, key: Any, logic: Optional[Logic], timer: Optional[int],
+                   now_ms: Optional[int], emits: List[Any]) -> Tuple[Optional[Logic], int]:
+        """Step 2: ``on_notify()`` when ``timer`` (the logic's ``notify_at()``,
+        None without a logic) is due at ``now_ms``; the logic (None after a
+        DISCARD) and how many timers fired."""
+        if timer is None or now_ms is None or timer > now_ms:  # timers.is_due, inline
+            return logic, 0
+        # An ignore rather than cast(): a timer comes from a logic (no call per key).
+        return (None if self._call(key, logic, "on_notify", emits)  # type: ignore[arg-type]
+                else logic), 1
+
+    def _take(self, key: Any, logic: Optional[Logic], values: Sequence[Any],
+              emits: List[Any]) -> Optional[Logic]:
+        """Step 3: the items, in order: one ``on_batch`` for a batch step, else
+        ``on_item`` each (kept tight: it is the hot path); after a DISCARD the
+        next item gets a fresh ``builder(None)``. The live logic or None."""
+        if self.batch:  # the step's batch flag says which kind _build checked
+            if logic is None:
+                logic = self._build(key, None)
+            if self._call(key, logic, "on_batch", emits, list(values)):
+                return None
+            return logic
+        # _build checked that an item step's logic has on_item: an ignore, not a cast() call.
+        on_item = None if logic is None else logic.on_item  # type: ignore[union-attr]
+        extend = emits.extend
+        for value in values:
+            if on_item is None:
+                fresh: ItemLogic = self._build(key, None)  # type: ignore[assignment]
+                logic = fresh
+                on_item = fresh.on_item
+            try:
+                result = on_item(value)
+            except Exception as error:
+                raise CallbackError(self.step_id, key, "on_item", value,
+                                    f"on_item raised {error!r} on this value") from error
+            if type(result) is not tuple or len(result) != 2:
+                raise ReturnValueError(self.step_id, key, "on_item", result,
+                                       "must return a 2-tuple (emits, discard)")
+            out, discard = result
+            if type(out) is list or type(out) is tuple:
+                extend(out)
+            else:
+                extend(self._emits(key, "on_item", out))
+            if discard is not False:  # RETAIN, the common case, costs one test
+                if discard is not True:
+                    raise ReturnValueError(self.step_id, key, "on_item", discard,
+                                           "the discard flag must be a bool (RETAIN or "
+                                           "DISCARD)")
+                logic = on_item = None
+        return logic
+
+    def _commit(self, key: Any, logic: Optional[Logic], touched: Any, stored: Optional[bytes],
+                now_ms: Optional[int], encode: bool = True) -> Commit:
+        """Step 5: ``(state, timer, snapshot, armed, deadline)`` of a retained
+        logic: ``encode(snapshot())`` (``stored`` as it is when no callback
+        ``touched`` it; with ``encode`` false, a live logic kept by the
+        host: no state, the snapshot ``_Lazy``), ``notify_at()`` and the
+        timeout armed for it at ``now_ms`` (``timers.armed_timeout``) and,
+        in a two-clock step, ``processing_notify_at()``. No state for None."""
+        if logic is None:
+            return _NO_STATE
+        state: Optional[bytes]
+        if not encode:
+            state, snapshot = None, _Lazy
+        elif touched:
+            try:  # self.snapshot, inline (a call less per key)
+                snapshot = logic.snapshot()
+            except Exception as error:
+                raise self._snapshot_raised(key, error) from error
+            try:  # recovery.encode's common case, inline
+                state = _HEADER + _dumps(snapshot, _PROTOCOL)
+            except Exception:  # encode's other serializer, or its named error
+                state = recovery.encode(snapshot, step_id=self.step_id, key=key)
+        else:  # no callback ran: the stored bytes are still exact
+            state, snapshot = stored, _Lazy
+        try:  # _next_timer, inline
+            moment = logic.notify_at()
+        except Exception as error:
+            raise self._notify_at_raised(key, error) from error
+        timer = armed = None
+        if moment is not None:
+            timer = self._timer_ms(key, moment)
+            if now_ms is not None:
+                armed = self.time.armed_timeout(timer, now_ms)
+        return (state, timer, snapshot, armed,
+                self._next_deadline(key, logic) if self.two_clocks else None)
 
     def encode_live(self, key: Any, logic: Logic) -> bytes:
         """What a live logic commits: ``encode(snapshot())``."""
@@ -611,13 +612,11 @@ class Driver:
         Returns ``(blob, timer, deadline)``."""
         token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
-            logic = self._restore(key, stored)
-            blob = recovery.encode(self.snapshot(key, logic), step_id=self.step_id, key=key)
-            timer = self._next_timer(key, logic)
-            deadline = self._next_deadline(key, logic) if self.two_clocks else None
+            logic, _ = self._restore(key, stored)
+            blob, timer, _, _, deadline = self._commit(key, logic, True, None, now_ms)
         finally:
             reset_clock(token)
-        return blob, timer, deadline
+        return cast(bytes, blob), timer, deadline
 
     def check_key(self, key: Any, values: Sequence[Any]) -> None:
         """Null and NaN keys are refused: they are almost always a data bug."""
@@ -631,14 +630,6 @@ class Driver:
                                  NO_VALUE, "null or NaN key; drop or fill such rows before "
                                  "the step (e.g. df.na.drop(subset=[...]))")
 
-    def _counted(self, act: Activation, had_state: bool, started: int,
-                 has_state: Optional[bool] = None) -> Activation:
-        """``act`` with its key counts and time (a tuple built once: no ``_replace``)."""
-        has = act.state is not None if has_state is None else has_state
-        return _new(Activation, (*act[:_COUNTED], int(has and not had_state),
-                                 int(had_state and not has),
-                                 (perf_counter_ns() - started) // 1000, *act[_COUNTED + 3:]))
-
     def _clock_at(self, now_ms: Optional[int], processing_ms: Optional[int] = None
                   ) -> Optional[Clock]:
         """The clock an activation at ``now_ms`` runs at (set and reset around
@@ -651,23 +642,14 @@ class Driver:
             clock = self._clock = Clock(now_ms, self.time.kind, processing_ms)
         return clock
 
-    def _armed(self, timer: Optional[int], now_ms: Optional[int]) -> Optional[int]:
-        if timer is None or now_ms is None:
-            return None
-        return self.time.armed_timeout(timer, now_ms)
-
-    def _restore(self, key: Any, stored: bytes) -> Logic:
-        """``builder(decode(stored))``, with errors naming the step and key."""
-        return self._build(key, recovery.decode(stored, step_id=self.step_id, key=key))
-
-    def _check_rebuilt_timer(self, key: Any, logic: Logic, committed: Optional[int],
-                             rebuilt: Optional[int]) -> None:
-        """Warn (once per step) when a logic rebuilt from its snapshot has
-        another ``notify_at()`` (``rebuilt``, as ``_next_timer`` reads it)
-        than the logic that committed that snapshot: it kept state outside
+    def _lost_state(self, key: Any, logic: Logic, committed: Optional[int],
+                    rebuilt: Optional[int]) -> None:
+        """Warn (once per step): a logic rebuilt from its snapshot has another
+        ``notify_at()`` (``rebuilt``, as ``_next_timer`` reads it) than the
+        logic that committed that snapshot: it kept state outside
         ``snapshot()``, which a Bytewax worker keeps between activations but
         Spark (and sparkwax) rebuild without."""
-        if rebuilt == committed or self.lost_state:
+        if self.lost_state:
             return
         inner: object = logic
         while isinstance(inner, (TtlLogic, Limited)):  # the step's wrappers: name the user's
@@ -707,24 +689,20 @@ class Driver:
         return BuilderError(self.step_id, key, "builder", logic,
                             f"the builder must return a logic object with {self._entry}()")
 
-    def _run(self, key: Any, logic: Optional[Logic], values: Sequence[Any],
-             now_ms: Optional[int], eof: bool, event_times: EventTimes,
-             fire_timer: bool = True, commit_before_eof: bool = False,
-             processing_ms: Optional[int] = None, ordered: bool = False) -> Run:
-        """Steps 2-4 on a live (or absent) logic; returns
+    def _run(self, key: Any, logic: Optional[Logic], timer: Optional[int],
+             values: Sequence[Any], now_ms: Optional[int], eof: bool, event_times: EventTimes,
+             commit_before_eof: bool = False, processing_ms: Optional[int] = None,
+             ordered: bool = False) -> Run:
+        """Steps 2-4 on a live (or absent) logic whose ``notify_at()`` is
+        ``timer`` (None: no timer to fire); returns
         ``(logic_or_None, emits, late_count, timers_fired, touched, deadlines_fired)``.
         ``commit_before_eof`` (bounded input): snapshot a live logic before
         ``on_eof`` as the stream's last commit would, so a snapshot that
         cannot be stored fails in bounded mode too. ``ordered``: the event
         times are ascending without a null (see ``_arrange_ordered``)."""
         emits: List[Any] = []
-        touched = False
-        fired = 0
-        if fire_timer and logic is not None and is_due(self._next_timer(key, logic), now_ms):
-            touched = True
-            fired = 1
-            if self._call(key, logic, "on_notify", emits):
-                logic = None
+        logic, fired = self._due_timer(key, logic, timer, now_ms, emits)
+        touched = fired > 0
         deadlines = 0
         if self.two_clocks and logic is not None and is_due(self._next_deadline(key, logic),
                                                             processing_ms):
@@ -740,14 +718,7 @@ class Driver:
             touched = True
             if self._tag is not None:  # Spark's union of a connected step's sides
                 values = [self._tag(row) for row in values]
-            # The step's batch flag says which kind _build checked the logic to be.
-            if self.batch:
-                if logic is None:
-                    logic = self._build(key, None)
-                if self._call(key, cast("BatchLogic", logic), "on_batch", emits, list(values)):
-                    logic = None
-            else:
-                logic = self._items(key, cast("Optional[ItemLogic]", logic), values, emits)
+            logic = self._take(key, logic, values, emits)
         if eof and logic is not None:
             touched = True
             if commit_before_eof:
@@ -771,26 +742,16 @@ class Driver:
         kept = [v for v, t in zip(values, event_times) if t is not None and t > watermark_us]
         return kept, len(values) - len(kept)
 
-    def _commit(self, key: Any, logic: Optional[Logic], emits: List[Any], late: int,
-                now_ms: Optional[int], rows: int, fired: int) -> Activation:
-        """Step 5: snapshot, timer and armed timeout of a retained logic, or no state."""
-        if logic is None:
-            return _activation(emits, None, None, None, late, None, rows, fired)
-        snapshot = self.snapshot(key, logic)
-        state = recovery.encode(snapshot, step_id=self.step_id, key=key)
-        timer = self._next_timer(key, logic)
-        armed = None if timer is None else self._armed(timer, now_ms)
-        deadline = self._next_deadline(key, logic) if self.two_clocks else None
-        return _new(Activation, (emits, state, timer, snapshot, late, armed, rows, fired, 0, 0, 0,
-                                 deadline, 0))
-
     def snapshot(self, key: Any, logic: Logic) -> Any:
         """``logic.snapshot()``, with errors naming the step and key."""
         try:
             return logic.snapshot()
         except Exception as error:
-            raise CallbackError(self.step_id, key, "snapshot", NO_VALUE,
-                                f"snapshot() raised {error!r}") from error
+            raise self._snapshot_raised(key, error) from error
+
+    def _snapshot_raised(self, key: Any, error: Exception) -> CallbackError:
+        return CallbackError(self.step_id, key, "snapshot", NO_VALUE,
+                             f"snapshot() raised {error!r}")
 
     def _next_timer(self, key: Any, logic: Logic) -> Optional[int]:
         """``notify_at()`` as epoch ms (rounded up), validated."""
@@ -855,14 +816,16 @@ class Driver:
         token = set_clock(None)
         try:
             if event_times is None:
-                logic, emits, late, fired, _, _ = self._run(key, None, values, None, True,
+                logic, emits, late, fired, _, _ = self._run(key, None, None, values, None, True,
                                                             None, commit_before_eof=True)
-                act = self._commit(key, logic, emits, late, None, len(values), fired)
             else:
-                act = self._bounded_events(key, values, event_times, sides)
+                logic, emits, late, fired = self._bounded_events(key, values, event_times,
+                                                                 sides)
+            state, timer, snapshot, armed, deadline = self._commit(key, logic, True, None, None)
         finally:
             reset_clock(token)
-        return self._counted(act, False, started)
+        return _result(emits, state, timer, snapshot, late, armed, len(values), fired, False,
+                       state is not None, started, deadline, 0)
 
     def _arrange_sides(self, key: Any, values: Sequence[Any], event_times: EventTimes,
                        order: Columns, sides: Sequence[int]
@@ -872,8 +835,11 @@ class Driver:
         return [v for v, _ in arranged], times, [s for _, s in arranged]
 
     def _bounded_events(self, key: Any, values: Sequence[Any],
-                        event_times: Sequence[Optional[int]],
-                        sides: Optional[Sequence[int]]) -> Activation:
+                        event_times: Sequence[Optional[int]], sides: Optional[Sequence[int]]
+                        ) -> Tuple[Optional[Logic], List[Any], int, int]:
+        """``activate_bounded``'s steps 2-4 with event times, run by run
+        (``_run_end``) at the key's advancing watermark: ``(logic, emits,
+        late, fired)``."""
         if sides is None:
             sides = _ONE_INPUT * len(values)
         clock = Watermark(self.time.delay_ms, self.side_count)
@@ -883,14 +849,14 @@ class Driver:
         while position < n:
             watermark = clock.advance()
             set_clock(self._clock_at(watermark))
-            if logic is not None and is_due(self._next_timer(key, logic), watermark):
-                fired += 1
-                if self._call(key, logic, "on_notify", emits):
-                    logic = None
+            if logic is not None:
+                logic, due = self._due_timer(key, logic, self._next_timer(key, logic),
+                                             watermark, emits)
+                fired += due
             end = self._run_end(key, logic, event_times, sides, position, clock)
             logic, more, chunk_late, _, _, _ = self._run(
-                key, logic, values[position:end], watermark, False,
-                event_times[position:end], fire_timer=False)
+                key, logic, None, values[position:end], watermark, False,
+                event_times[position:end])
             emits.extend(more)
             late += chunk_late
             for index in range(position, end):
@@ -900,11 +866,11 @@ class Driver:
             position = end
         watermark = clock.advance()
         set_clock(self._clock_at(watermark))
-        logic, more, _, more_fired, _, _ = self._run(key, logic, (), watermark, True, None,
-                                                     commit_before_eof=True)
+        timer = None if logic is None else self._next_timer(key, logic)
+        logic, more, _, more_fired, _, _ = self._run(key, logic, timer, (), watermark, True,
+                                                     None, commit_before_eof=True)
         emits.extend(more)
-        return self._commit(key, logic, emits, late, None, n, fired + more_fired)
-
+        return logic, emits, late, fired + more_fired
     def _run_end(self, key: Any, logic: Optional[Logic], event_times: Sequence[Optional[int]],
                  sides: Sequence[int], start: int, clock: Watermark) -> int:
         """End of the next run of items given in one go: one item for
@@ -929,39 +895,6 @@ class Driver:
         return end
 
     # -- callbacks ------------------------------------------------------------
-
-    def _items(self, key: Any, logic: Optional[ItemLogic], values: Sequence[Any],
-               emits: List[Any]) -> Optional[ItemLogic]:
-        """The per-item loop of a StatefulLogic (kept tight: it is the hot path)."""
-        on_item = None if logic is None else logic.on_item
-        extend = emits.extend
-        for value in values:
-            if on_item is None:
-                # _build checked that an item step's logic has on_item. An ignore
-                # rather than cast(): no extra call per item when every item discards.
-                fresh: ItemLogic = self._build(key, None)  # type: ignore[assignment]
-                logic = fresh
-                on_item = fresh.on_item
-            try:
-                result = on_item(value)
-            except Exception as error:
-                raise CallbackError(self.step_id, key, "on_item", value,
-                                    f"on_item raised {error!r} on this value") from error
-            if type(result) is not tuple or len(result) != 2:
-                raise ReturnValueError(self.step_id, key, "on_item", result,
-                                       "must return a 2-tuple (emits, discard)")
-            out, discard = result
-            if type(out) is list or type(out) is tuple:
-                extend(out)
-            else:
-                extend(self._emits(key, "on_item", out))
-            if discard is not False:  # RETAIN, the common case, costs one test
-                if discard is not True:
-                    raise ReturnValueError(self.step_id, key, "on_item", discard,
-                                           "the discard flag must be a bool (RETAIN or "
-                                           "DISCARD)")
-                logic = on_item = None
-        return logic
 
     def _call(self, key: Any, logic: Logic, name: str, emits: List[Any], *args: Any) -> bool:
         """Call ``logic.<name>(*args)``, validate, extend emits; True if discarded."""

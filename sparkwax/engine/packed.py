@@ -208,15 +208,14 @@ class PackedHost:
         """``keys`` through ``Driver.activate_plain_keys``, their results
         recorded in ``bucket``: the counts and the emitted groups."""
         stored, committed = bucket.entries_of(keys)
-        (emits, states, timers, armed, rows, fired, created, discarded,
-         callback_us) = self.driver.activate_plain_keys(keys, stored, runs.values_of(keys),
-                                                        committed, now_ms)
-        bucket.put_all(keys, states, timers, armed if self.timeout_conf != NO_TIMEOUT else None)
+        acts = self.driver.activate_plain_keys(keys, stored, runs.values_of(keys), committed,
+                                               now_ms)
+        bucket.put_all(keys, acts.states, acts.timers,
+                       acts.armed if self.timeout_conf != NO_TIMEOUT else None)
         single = self.single
         emitted = [(key, (key,) if single else key, out)
-                   for key, out in zip(keys, emits) if out]
-        return StepMetrics(rows, 0, fired, created, discarded, sum(map(len, emits)),
-                           callback_us), emitted
+                   for key, out in zip(keys, acts.emits) if out]
+        return acts.metrics, emitted
 
     def _run_each(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
                   ) -> Tuple[StepMetrics, List[Any]]:
@@ -241,25 +240,23 @@ class PackedHost:
             else:
                 values, times, order = runs.rows(position)
             stored, committed = bucket.entry(key)
-            # One unpacking of the Activation's fields, its counts summed as
-            # plain ints (a StepMetrics per key costs more).
-            (out, state_blob, timer, _, act_late, armed, act_rows, act_fired, act_created,
-             act_discarded, act_us, _, _) = activate(
-                key, stored, values, now_ms, event_times=times, order=order,
-                committed_timer=committed, times_ascending=ascending)
-            if state_blob is None:
+            # The Activation's counts summed as plain ints (a StepMetrics per key costs more).
+            act = activate(key, stored, values, now_ms, event_times=times, order=order,
+                           committed_timer=committed, times_ascending=ascending)
+            out = act.emits
+            if act.state is None:
                 bucket.remove(key)
             else:
-                bucket.put(key, state_blob, timer, armed if timed else None)
+                bucket.put(key, act.state, act.timer, act.armed if timed else None)
             if out:
                 emitted.append((key, (key,) if single else key, out))
-            rows += act_rows
-            late += act_late
-            fired += act_fired
-            created += act_created
-            discarded += act_discarded
+            rows += act.rows
+            late += act.late
+            fired += act.fired
+            created += act.created
+            discarded += act.discarded
             emits += len(out)
-            callback_us += act_us
+            callback_us += act.callback_us
         return StepMetrics(rows, late, fired, created, discarded, emits, callback_us), emitted
 
     def _restore(self, state: Any) -> Bucket:

@@ -295,7 +295,7 @@ class Runner:
         committed: Any = NO_VALUE  # a logic without notify_at cannot lose its timer
         # The driver's flattened activation, called positionally (no event times,
         # no order, not EOF): what activate() would call, one call less per key.
-        flat = None if reads or eof else driver.flat_activation(live=not always)
+        flat = None if reads or eof else driver.flat_activation()
         with fewer_collections():  # the batch's per-key containers live to its end
             try:
                 for key, values in runs:
@@ -305,7 +305,8 @@ class Runner:
                         committed = timers.get(key)
                     if always:
                         if flat is not None:
-                            act = flat(key, blobs.get(key), values, now_ms, committed)
+                            act, _ = flat(key, None, blobs.get(key), values, now_ms, committed,
+                                          False)
                         else:
                             act = driver.activate(key, blobs.get(key), values, now_ms, eof=eof,
                                                   event_times=times, order=order,
@@ -315,18 +316,17 @@ class Runner:
                         if flat is not None:
                             act, logic = flat(key, live.pop(key, None),
                                               blobs.pop(key, None) if blobs else None,
-                                              values, now_ms, committed)
+                                              values, now_ms, committed, True)
                         else:
                             act, logic = driver.activate_live(
                                 key, live.pop(key, None), blobs.pop(key, None) if blobs else None,
                                 values, now_ms, eof=eof, event_times=times, order=order,
                                 committed_timer=committed, processing_ms=processing)
-                    # One unpacking of the Activation tuple, not a field read per count.
-                    (out, state, timer, _, act_late, armed, act_rows, act_fired, act_created,
-                     act_discarded, act_us, deadline, act_deadlines) = act
+                    out, timer, armed = act.emits, act.timer, act.armed
                     if checker is not None and out:  # before anything is committed
                         checker.check(self.step_id, key, out)
                     if always:
+                        state = act.state
                         if state is None:
                             blobs.pop(key, None)
                         else:
@@ -340,24 +340,25 @@ class Runner:
                         timers.pop(key, None)
                         self.timeouts.pop(key, None)
                     if driver.two_clocks:  # a builder function: known from its first logic
+                        deadline = act.deadline
                         if deadline is None:
                             deadlines.pop(key, None)
                         else:
                             deadlines[key] = deadline
-                        deadlines_fired += act_deadlines
+                        deadlines_fired += act.deadline_fired
                     if len(out) > _FEW_EMITS:  # one C-level pass for a key's many emits
                         extend(zip(repeat(key), out))
                     else:  # cheaper than extend(zip(...)) for a few
                         for emit in out:
                             append((key, emit))
                     count += 1
-                    rows += act_rows
-                    late += act_late
-                    fired += act_fired
-                    created += act_created
-                    discarded += act_discarded
+                    rows += act.rows
+                    late += act.late
+                    fired += act.fired
+                    created += act.created
+                    discarded += act.discarded
                     emits += len(out)
-                    callback_us += act_us
+                    callback_us += act.callback_us
             finally:  # what ran before an error stays counted, as it stays in the outputs
                 self.result.late += late
                 self.result.activations += count

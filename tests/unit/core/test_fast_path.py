@@ -1,5 +1,5 @@
-"""The driver's flattened activation (``Driver._activate_plain`` and
-``_live_plain``, taken by a step without sides when an activation has
+"""The driver's flattened activation (``Driver._activate_plain``, both
+stored and live, and ``activate_plain_keys``, taken by a step without sides when an activation has
 no event times, nothing to order and is not EOF) gives what the general
 path gives: the same activations, results, warnings and errors. These tests
 run each case twice, once with the flattened path turned off, and compare.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sparkwax import operators as ops
@@ -240,10 +240,10 @@ def test_flat_activation_is_what_activate_calls():
         return tuple(act[:Activation._fields.index("callback_us")]) + tuple(act[-2:])
 
     driver = Driver(Step.of(Counter, step_id="count"))
-    flat, live = driver.flat_activation(), driver.flat_activation(live=True)
-    assert fields(flat("k", None, [1, 2], 0, NO_VALUE)) == \
-        fields(driver.activate("k", None, [1, 2], 0))
-    act, logic = live("k", None, None, [1, 2], 0, NO_VALUE)
+    flat = driver.flat_activation()
+    act, logic = flat("k", None, None, [1, 2], 0, NO_VALUE, False)
+    assert fields(act) == fields(driver.activate("k", None, [1, 2], 0)) and logic.count == 2
+    act, logic = flat("k", None, None, [1, 2], 0, NO_VALUE, True)
     general, general_logic = driver.activate_live("k", None, None, [1, 2], 0)
     assert fields(act) == fields(general) and logic.count == general_logic.count == 2
     # Steps the flattened path does not take: none to call.
@@ -311,14 +311,15 @@ def many_keys(driver, batches):
     stored, committed, seen = {}, {}, []
     for now_ms, runs in batches:
         keys = [key for key, _ in runs]
-        (emits, states, timers, armed, rows, fired, created, discarded,
-         _) = driver.activate_plain_keys(keys, [stored.get(k) for k in keys],
-                                         [values for _, values in runs],
-                                         [committed.get(k, NO_VALUE) for k in keys], now_ms)
-        seen.append((list(zip(emits, states, timers, armed)),
-                     [rows, fired, created, discarded]))
-        stored.update(zip(keys, states))
-        committed.update(zip(keys, timers))
+        acts = driver.activate_plain_keys(keys, [stored.get(k) for k in keys],
+                                          [values for _, values in runs],
+                                          [committed.get(k, NO_VALUE) for k in keys], now_ms)
+        counts = acts.metrics
+        seen.append((list(zip(acts.emits, acts.states, acts.timers, acts.armed)),
+                     [counts.rows_in, counts.timers_fired, counts.keys_created,
+                      counts.keys_discarded]))
+        stored.update(zip(keys, acts.states))
+        committed.update(zip(keys, acts.timers))
     return seen
 
 
@@ -332,8 +333,23 @@ BATCHES = st.lists(st.tuples(
     max_size=4)
 
 
+def _ms(minutes):
+    return int(at(minutes).timestamp() * 1000)
+
+
+# The cases a random draw rarely reaches, every time: a stored key discarded
+# by an item and one by its timer, two timers fired in one call, a restored
+# state that matters (BatchRecorder counts on from it), a key created and
+# discarded at once, a key with nothing to do.
+RESTORED = [(_ms(0), [("a", ["x", 5]), ("b", ["x"]), ("c", ["x", "x", "x", 6]),
+                      ("d", ["drop"])]),
+            (_ms(10), [("a", []), ("b", ["drop"]), ("c", []), ("e", [])]),
+            (_ms(20), [("a", ["x"]), ("b", ["x"])])]
+
+
 @settings(max_examples=150, deadline=None)
 @given(batches=BATCHES, logic=st.sampled_from([(Wrong, False), (BatchRecorder, True)]))
+@example(batches=RESTORED, logic=(BatchRecorder, True))
 def test_many_keys_in_one_call_are_each_key_activated(batches, logic):
     # The packed host runs a bucket's keys in one activate_plain_keys call:
     # the same results, counts, warnings and first error as one general
