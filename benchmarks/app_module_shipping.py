@@ -91,7 +91,7 @@ def child(mode: str, tasks: int, repeat: int, rows: int) -> dict:
     from pyspark import cloudpickle
 
     import sparkwax as sw
-    from sparkwax.engine.shipping import zip_bytes
+    from sparkwax.engine.deploy.shipping import zip_bytes
 
     spark = sw.local_session("local[2]", shuffle_partitions=tasks,
                              conf={"spark.sql.adaptive.enabled": "false"})

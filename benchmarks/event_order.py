@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sparkwax._driver import Driver  # noqa: E402
-from sparkwax.engine.columns import INTEGER, InputLayout, presorted, read_group  # noqa: E402
+from sparkwax.engine.hosts.columns import INTEGER, InputLayout, presorted, read_group  # noqa: E402
 from sparkwax.step import Step  # noqa: E402
 from sparkwax.timers import EventTime  # noqa: E402
 from spark_engine import BatchTimerCounter  # noqa: E402

@@ -55,12 +55,12 @@ from pyspark.sql.streaming.state import GroupState  # noqa: E402
 
 from sparkwax._driver import Driver  # noqa: E402
 from sparkwax.step import Step  # noqa: E402
-from sparkwax.engine.columns import INTEGER, InputLayout  # noqa: E402
-from sparkwax.engine.bucket import Bucket  # noqa: E402
-from sparkwax.engine.host import NO_TIMEOUT, StreamingHost  # noqa: E402
-from sparkwax.engine.packed import PackedHost  # noqa: E402
-from sparkwax.engine.outputs import METRICS_COLUMN, OutputBuilder, metrics_type  # noqa: E402
-from sparkwax.engine.plan import PACKED_STATE_SCHEMA, STATE_SCHEMA  # noqa: E402
+from sparkwax.engine.hosts.columns import INTEGER, InputLayout  # noqa: E402
+from sparkwax.engine.hosts.bucket import Bucket  # noqa: E402
+from sparkwax.engine.hosts.host import NO_TIMEOUT, StreamingHost  # noqa: E402
+from sparkwax.engine.hosts.packed import PackedHost  # noqa: E402
+from sparkwax.engine.hosts.outputs import METRICS_COLUMN, OutputBuilder, metrics_type  # noqa: E402
+from sparkwax.engine.planning.plan import PACKED_STATE_SCHEMA, STATE_SCHEMA  # noqa: E402
 from sparkwax.recovery import encode  # noqa: E402
 from sparkwax.testing.reference import BatchCounter  # noqa: E402
 

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pyspark.sql import types as T  # noqa: E402
 from pyspark.sql.conversion import PandasToArrowConversion  # noqa: E402
 
-from sparkwax.engine.outputs import OutputBuilder  # noqa: E402
+from sparkwax.engine.hosts.outputs import OutputBuilder  # noqa: E402
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 MINUTE = dt.timedelta(minutes=1)

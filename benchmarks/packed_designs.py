@@ -9,7 +9,7 @@ transformWithStateInPandas talks to the JVM state server in protobuf, and
 pyspark's ``sql`` extra does not pull it in (without it the query dies with
 "TransformWithStateInPySpark driver worker exited unexpectedly (crashed)").
 
-A research benchmark (DESIGN.md section 6, sparkwax/engine/packed.py); it does
+A research benchmark (DESIGN.md section 6, sparkwax/engine/hosts/packed.py); it does
 not use sparkwax itself. One run, one SparkSession: ``local[2]``, 2 shuffle
 partitions, RocksDB state store provider for every variant.
 
@@ -28,7 +28,7 @@ Variants:
                    unpickled, re-pickled and written on every call (the
                    first packed host).
 * ``e-aipws-cols`` the same grouping with sparkwax's columnar ``Bucket``
-                   (sparkwax/engine/bucket.py: keys list, blobs back to back in
+                   (sparkwax/engine/hosts/bucket.py: keys list, blobs back to back in
                    one buffer, timer arrays): untouched keys are copied as
                    bytes, never unpickled (today's packed host).
 * ``c-tws-bkt``    transformWithStateInPandas grouped by the same bucket; a
@@ -184,7 +184,7 @@ def make_aipws_bucketed(o: Opts, columnar: bool):
     """Variants (b) and (e): one state row per bucket, (e) in sparkwax's
     columnar ``Bucket``, (b) in a ``DictBucket``."""
     if columnar:
-        from sparkwax.engine.bucket import Bucket as store
+        from sparkwax.engine.hosts.bucket import Bucket as store
     else:
         store = DictBucket
     acc, tacc, iacc, timers, pad = o.bytes, o.udf_us, o.input_us, o.timers, o.pad

@@ -1,4 +1,4 @@
-"""What a rescale costs: ``sparkwax.engine.state.rescale`` of a stopped
+"""What a rescale costs: ``sparkwax.engine.checkpoints.state.rescale`` of a stopped
 query's checkpoint (2 -> 5 state partitions; packed: 8 -> 20 buckets) beside
 the micro-batch that wrote that state (every key touched once), on one
 local[2] session, wall and CPU (the whole process tree: JVM, Python workers).
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from proc_cpu import tree_cpu  # noqa: E402
 
 import sparkwax as sw  # noqa: E402
-from sparkwax.engine.state.rescale import rescale  # noqa: E402
+from sparkwax.engine.checkpoints.state.rescale import rescale  # noqa: E402
 
 
 class Count(sw.StatefulLogic):

@@ -35,7 +35,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 import spark_engine as se  # noqa: E402
 import sparkwax as sw  # noqa: E402
-import sparkwax.engine.plan as plan  # noqa: E402
+import sparkwax.engine.planning.plan as plan  # noqa: E402
 
 
 def _counts():

@@ -37,7 +37,7 @@ Variants (each stateful one keeps a running count per key):
                    buckets).
 * ``sw-packed-rows`` sw-packed with ``spark.sparkwax.packed.prepack=false``:
                    its rows cross the shuffle one by one, not packed per
-                   bucket first (the packed host before engine/prepack.py).
+                   bucket first (the packed host before engine/hosts/prepack.py).
 * ``sw-per-item``  ``sw.stateful(value="v")``, per-key host, the per-item
                    ``Count`` logic below (one Python call per row, no emits).
 * ``sw-packed-per-item`` the same ``Count`` with ``host="packed"``.

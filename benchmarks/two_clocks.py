@@ -74,11 +74,11 @@ def python_side(keys: int) -> None:
     from pyspark.sql.streaming.state import GroupState
 
     from sparkwax._driver import Driver
-    from sparkwax.engine.bucket import Bucket
-    from sparkwax.engine.columns import OTHER, InputLayout
-    from sparkwax.engine.outputs import OutputBuilder
-    from sparkwax.engine.plan import PACKED_STATE_SCHEMA, TWO_CLOCK_STATE_SCHEMA
-    from sparkwax.engine.two_clocks import TIMEOUT, TwoClockHost, TwoClockPackedHost
+    from sparkwax.engine.hosts.bucket import Bucket
+    from sparkwax.engine.hosts.columns import OTHER, InputLayout
+    from sparkwax.engine.hosts.outputs import OutputBuilder
+    from sparkwax.engine.planning.plan import PACKED_STATE_SCHEMA, TWO_CLOCK_STATE_SCHEMA
+    from sparkwax.engine.hosts.two_clocks import TIMEOUT, TwoClockHost, TwoClockPackedHost
     from sparkwax.recovery import encode
     from sparkwax.step import Step
     from pyspark.sql import types as T

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from .builders import KeySpec
-from .engine.connecting import connect, side_struct_schema
-from .engine.schemas import split_late, value_fields, value_struct
+from .engine.planning.connecting import connect, side_struct_schema
+from .engine.planning.schemas import split_late, value_fields, value_struct
 from .operators.joins import joiner
 from .sides import side_names
 from .step import Host

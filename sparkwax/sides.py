@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ConfigError, InputError
 
-SIDE_COLUMN = "__sw_side"   # the union's side number (``sparkwax.engine.connecting``)
+SIDE_COLUMN = "__sw_side"   # the union's side number (``sparkwax.engine.planning.connecting``)
 
 Layout = Tuple[Tuple[Tuple[str, str], ...], ...]
 """Per side, its ``(column, union column)`` pairs (Spark's union of the sides)."""

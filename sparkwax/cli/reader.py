@@ -9,7 +9,7 @@ import os
 from typing import Any, Dict
 
 from ..errors import ConfigError
-from ..paths import local_folder
+from ..checkpoint_format.paths import local_folder
 
 # The reader's own session (when no --master): one core, one shuffle partition, a
 # fixed 1 GB driver (no machine sizing), no UI, and a JVM tuned to start fast (the
@@ -51,7 +51,7 @@ def conf_settings(args: argparse.Namespace) -> Dict[str, str]:
 def reader_session(args: argparse.Namespace, app_name: str) -> Any:
     """The Spark session that reads the checkpoint; a checkpoint that surely is
     on the local disk is checked first, so a wrong path fails before a JVM starts."""
-    from ..engine.session import local_session
+    from ..engine.deploy.session import local_session
 
     settings = conf_settings(args)
     folder = None if args.remote else local_folder(args.checkpoint, settings, os.environ)

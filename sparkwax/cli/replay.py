@@ -160,8 +160,8 @@ def _names(text: Optional[str]) -> Optional[List[str]]:
 def recorded_step(spark: Any, checkpoint: str, step_id: Optional[str]) -> Dict[str, Any]:
     """The step's description ``sw.start`` recorded next to the checkpoint
     (``{}`` when there is none)."""
-    from ..checkpoint_files import STEPS_FILE
-    from ..engine.storage import join_path, storage_for
+    from ..checkpoint_format.files import STEPS_FILE
+    from ..engine.checkpoints.storage import join_path, storage_for
 
     text = storage_for(spark).read_text(join_path(checkpoint, STEPS_FILE))
     if not text or not text.strip():
@@ -185,7 +185,7 @@ def _recorded_time(step: Dict[str, Any]) -> Optional[TimeMode]:
 
 
 def _key_names(spark: Any, key_ddl: str) -> List[str]:
-    from ..engine.replay import output_type
+    from ..engine.checkpoints.replay import output_type
 
     return [f.name for f in output_type(spark, key_ddl).fields]
 

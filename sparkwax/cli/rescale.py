@@ -1,7 +1,7 @@
 """``sparkwax state rescale CHECKPOINT --partitions N [--buckets B]``: a
 stopped query's state in another number of state partitions (and a packed
 step's keys in another number of buckets); see
-``sparkwax.engine.state.rescale`` and docs/deploy.md, "Growing".
+``sparkwax.engine.checkpoints.state.rescale`` and docs/deploy.md, "Growing".
 
 It prints what it did and how to restart::
 
@@ -41,7 +41,7 @@ def add_rescale_parser(actions: Any, checkpoint_help: str) -> argparse.ArgumentP
 
 
 def run_rescale(args: argparse.Namespace, spark: Any) -> int:
-    from ..engine.state.rescale import finish_interrupted, rescale
+    from ..engine.checkpoints.state.rescale import finish_interrupted, rescale
     from ..errors import RescaleError
 
     done = finish_interrupted(spark, args.checkpoint)

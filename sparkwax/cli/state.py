@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ..engine.state.show import shown_state
+    from ..engine.checkpoints.state.show import shown_state
 
     spark = reader_session(args, "sparkwax-state")
     entries, summary, deadlines = shown_state(
@@ -130,8 +130,8 @@ def summary_line(summary: Dict[str, Any], shown: int, key: Any = None) -> str:
 
 
 def _clear(args: argparse.Namespace) -> int:
-    from ..engine.checkpoint import clear, require_checkpoint, running_query_hint
-    from ..engine.storage import storage_for
+    from ..engine.checkpoints.snapshots import clear, require_checkpoint, running_query_hint
+    from ..engine.checkpoints.storage import storage_for
 
     spark = reader_session(args, "sparkwax-state")
     require_checkpoint(storage_for(spark), args.checkpoint)

@@ -41,8 +41,8 @@ def add_check_parser(actions: Any, checkpoint_help: str,
 def run_check(args: argparse.Namespace, session: Callable[[Any, str], Any]) -> int:
     """Load the logic, ship the app, check, print the report: 0 / 1 (2 is
     the caller's, for a ``SparkwaxError``)."""
-    from ..engine.app_modules import ship_app_file
-    from ..engine.state.check import check_state
+    from ..engine.deploy.app_modules import ship_app_file
+    from ..engine.checkpoints.state.check import check_state
     from .replay import load_object, parse_time
 
     builder = load_object(args.logic, "LOGIC")

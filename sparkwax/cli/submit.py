@@ -4,8 +4,8 @@ A thin wrapper: it finds ``bin/spark-submit`` inside the installed pyspark
 package, sets ``SPARK_HOME`` to that package, ``PYSPARK_DRIVER_PYTHON`` and
 ``PYSPARK_PYTHON`` to this interpreter (``--python`` changes the executors'
 one), adds the sparkwax zip to ``--py-files`` when the master is not local,
-ships the app's own modules (``sparkwax.engine.app_modules``), starts
-Spark's logs at WARN (``sparkwax.engine.logs``), prints the exact command
+ships the app's own modules (``sparkwax.engine.deploy.app_modules``), starts
+Spark's logs at WARN (``sparkwax.engine.deploy.logs``), prints the exact command
 (to stderr) and runs it, and prints a failed app's short block last
 (``sparkwax.failure``). Its exit code is spark-submit's. Ctrl-C and SIGTERM
 stop the app between micro-batches (``run_stoppable``).
@@ -198,7 +198,7 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
     """The spark-submit command and the environment variables it sets
     (``app_zip``: the app's own modules, after the sparkwax zip in
     ``--py-files``; ``log_level``: Spark's, default WARN)."""
-    from ..engine import logs, shipping
+    from ..engine.deploy import logs, shipping
 
     home = home or spark_home()
     spark_args = list(spark_args)
@@ -226,7 +226,7 @@ def build_command(app: str, *, master: Optional[str] = None, checkpoint: Optiona
     if ship is not None:
         command += ["--conf", f"{shipping.CONF_KEY}={ship}"]
     if not ship_app:  # nor the engine, for the app's own modules
-        from ..engine.app_modules import CONF_KEY as SHIP_APP
+        from ..engine.deploy.app_modules import CONF_KEY as SHIP_APP
 
         command += ["--conf", f"{SHIP_APP}=false"]
     level = logs.spark_log_level(log_level)
@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     app_zip: Optional[str] = None
     if "://" not in args.app and not pick("no_ship_app"):
-        from ..engine.app_modules import build_app_zip, find_app_modules
+        from ..engine.deploy.app_modules import build_app_zip, find_app_modules
 
         found = find_app_modules(args.app)
         if found.unresolved:  # before spark-submit: nothing started yet
@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
             app_zip = build_app_zip(found)
             print(found.summary(), file=sys.stderr, flush=True)
     if pick("once"):
-        from ..engine.catch_up import ONCE_CONF
+        from ..engine.queries.catch_up import ONCE_CONF
 
         spark_args = ["--conf", f"{ONCE_CONF}=true", *spark_args]
     try:

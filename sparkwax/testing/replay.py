@@ -2,7 +2,7 @@
 offline runner, and compare each batch's outputs with what the sink committed.
 
 ``replay(checkpoint, builder, ...)`` rebuilds the batches from the
-checkpoint's offset log and its file source's log (``sparkwax.batchlog``),
+checkpoint's offset log and its file source's log (``sparkwax.checkpoint_format.logs``),
 reads each batch's input files with Spark (the query's reader options:
 ``source_format``, ``source_schema``, ``source_options``), runs them batch by
 batch through a ``Runner`` with the step's settings (ProcessingTime: ``now``
@@ -37,7 +37,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .._driver import sorted_keys
-from ..batchlog import batch_label
+from ..checkpoint_format.logs import batch_label
 from ..errors import ConfigError, LogicError, short_repr
 from ..step import Step, as_step
 from ..tables import format_table
@@ -165,8 +165,8 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any = None
     the sink already committed its rows. A logic that raises offline (a
     ``LogicError``) ends the replay at that batch: ``result.error``.
     """
-    from ..engine.checkpoint import active_session
-    from ..engine.replay import output_type, read_inputs, read_plan, read_sink
+    from ..engine.checkpoints.snapshots import active_session
+    from ..engine.checkpoints.replay import output_type, read_inputs, read_plan, read_sink
 
     spark = active_session(spark, "replay")
     step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,

@@ -29,8 +29,8 @@ import tempfile
 import uuid
 from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple, Union
 
-from ..engine.plan import stateful, stateful_batch
-from ..engine.storage import join_path
+from ..engine.planning.plan import stateful, stateful_batch
+from ..engine.checkpoints.storage import join_path
 from ..errors import ConfigError
 from ..logic import Builder
 from ..metrics import StepMetrics, by_batch, steps_in

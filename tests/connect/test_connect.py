@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import sparkwax as sw
 from sparkwax import operators as ops
-from sparkwax.engine.checkpoint import clear
-from sparkwax.engine.storage import SparkStorage, storage_for
+from sparkwax.engine.checkpoints.snapshots import clear
+from sparkwax.engine.checkpoints.storage import SparkStorage, storage_for
 from sparkwax.cli.state import state_command
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 from sparkwax.testing.reference import Accumulator

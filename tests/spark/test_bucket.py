@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkwax.engine.bucket import Bucket
+from sparkwax.engine.hosts.bucket import Bucket
 
 KEYS = st.one_of(st.integers(-3, 40), st.sampled_from(["a", "b", "é", ("x", 1)]))
 TIMES = st.none() | st.integers(-10, 10**13)
@@ -47,7 +47,7 @@ def test_bucket_round_trips_like_a_dict(batches, now_ms):
 @settings(max_examples=100, deadline=None)
 @given(st.dictionaries(KEYS, st.tuples(st.binary(max_size=30), TIMES, TIMES), max_size=60))
 def test_every_bucket_round_trips_compressed_as_well(model):
-    import sparkwax.engine.bucket as bucket_module
+    import sparkwax.engine.hosts.bucket as bucket_module
 
     before = bucket_module._COMPRESS_FROM
     bucket_module._COMPRESS_FROM = 0  # compress whatever the size, where it gains
@@ -69,7 +69,7 @@ def _counter_bucket(keys):
 
 
 def test_a_large_bucket_is_stored_compressed_and_smaller():
-    from sparkwax.engine.bucket import MAGIC, _decompressed
+    from sparkwax.engine.hosts.bucket import MAGIC, _decompressed
 
     stored, _ = _counter_bucket(5000).encode()
     assert stored.startswith(MAGIC)
@@ -80,7 +80,7 @@ def test_a_large_bucket_is_stored_compressed_and_smaller():
 def test_incompressible_snapshots_are_stored_as_the_plain_pickle():
     import os
 
-    from sparkwax.engine.bucket import MAGIC
+    from sparkwax.engine.hosts.bucket import MAGIC
 
     bucket = Bucket.empty()
     for key in range(200):
@@ -103,7 +103,7 @@ def test_a_bucket_written_before_compression_still_decodes():
 
 
 def test_a_damaged_compressed_bucket_is_refused():
-    from sparkwax.engine.bucket import MAGIC
+    from sparkwax.engine.hosts.bucket import MAGIC
 
     stored, _ = _counter_bucket(5000).encode()
     assert stored.startswith(MAGIC)
@@ -147,8 +147,8 @@ def test_module_examples_run(name):
 def test_key_runs_are_each_keys_rows_in_arrival_order(rows):
     import pandas as pd
 
-    from sparkwax.engine.columns import INTEGER, InputLayout
-    from sparkwax.engine.packed import key_runs
+    from sparkwax.engine.hosts.columns import INTEGER, InputLayout
+    from sparkwax.engine.hosts.packed import key_runs
 
     layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
                          order_by=(), event_column=None)
@@ -181,10 +181,10 @@ def test_a_foreign_bucket_state_is_a_config_error_naming_the_step():
 
     from sparkwax._driver import Driver
     from sparkwax.step import Step
-    from sparkwax.engine.columns import INTEGER, InputLayout
-    from sparkwax.engine.host import NO_TIMEOUT
-    from sparkwax.engine.outputs import OutputBuilder
-    from sparkwax.engine.packed import PackedHost
+    from sparkwax.engine.hosts.columns import INTEGER, InputLayout
+    from sparkwax.engine.hosts.host import NO_TIMEOUT
+    from sparkwax.engine.hosts.outputs import OutputBuilder
+    from sparkwax.engine.hosts.packed import PackedHost
     from sparkwax.errors import ConfigError
     from sparkwax.testing.reference import Counter
 
@@ -208,8 +208,8 @@ def test_key_runs_with_event_times_are_each_keys_rows_in_the_drivers_order(rows)
     (what the driver does itself), so the driver's sort has nothing to do."""
     import pandas as pd
 
-    from sparkwax.engine.columns import INTEGER, InputLayout
-    from sparkwax.engine.packed import key_runs
+    from sparkwax.engine.hosts.columns import INTEGER, InputLayout
+    from sparkwax.engine.hosts.packed import key_runs
 
     layout = InputLayout(names=("v",), sources=("v",), kinds=(INTEGER,), scalar=True,
                          order_by=(), event_column="t")

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from sparkwax.cli import submit
-from sparkwax.engine.zips import CACHE_ENV_KEY
+from sparkwax.engine.deploy.zips import CACHE_ENV_KEY
 
 from test_submit import offline_bursts, parquet_bursts, write_payments  # same folder
 
@@ -219,7 +219,7 @@ def test_plain_spark_submit_ships_sparkwax_and_the_py_files_module(cluster, exec
     if process.returncode != 0 and "No module named 'sparkwax'" in output:
         pytest.fail("the executors could not import sparkwax: the engine did not ship it (is "
                     "ensure_shipped(df.sparkSession) called when a step is planned, in "
-                    f"sparkwax/engine/plan.py?)\n{output[-3000:]}")
+                    f"sparkwax/engine/planning/plan.py?)\n{output[-3000:]}")
     assert process.returncode == 0, output[-5000:]
     origins = json.loads(re.search(r"^origins (.*)$", output, re.M).group(1))
     rows = json.loads(re.search(r"^rows (.*)$", output, re.M).group(1))

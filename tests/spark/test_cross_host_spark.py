@@ -115,7 +115,7 @@ INT_INPUT = "key long, ts timestamp, seq long, tag string"
 @HOSTS
 def test_state_show_key_is_typed_on_both_hosts(spark, tmp_path, host, buckets):
     # packed compared str() values, per-key typed ones: "07" found key 7 on one host only
-    from sparkwax.engine.checkpoint import read_entries
+    from sparkwax.engine.checkpoints.snapshots import read_entries
 
     checkpoint = _int_keyed_checkpoint(spark, tmp_path, host, buckets)
     for wanted in ("7", "07", 7):
@@ -129,7 +129,7 @@ def test_finish_warns_of_lost_state_on_both_hosts(spark, tmp_path, host, buckets
     import pandas as pd
 
     from sparkwax._driver import Driver
-    from sparkwax.engine.finish import FinishHost, finish_packed
+    from sparkwax.engine.checkpoints.finish import FinishHost, finish_packed
     from sparkwax.step import Step
     from pyspark.sql import types as T
 
@@ -141,7 +141,7 @@ def test_finish_warns_of_lost_state_on_both_hosts(spark, tmp_path, host, buckets
     driver = Driver(step)
     with pytest.warns(sw.LostStateWarning, match="step 'lost': TimerOutsideSnapshot"):
         if host == "packed":
-            from sparkwax.engine.bucket import Bucket
+            from sparkwax.engine.hosts.bucket import Bucket
 
             bucket = Bucket.empty()
             bucket.put("a", first.state, first.timer, first.armed)
@@ -153,7 +153,7 @@ def test_finish_warns_of_lost_state_on_both_hosts(spark, tmp_path, host, buckets
             finish_packed(spark, "/unused", frame, driver, T.StructType.fromDDL("n long"),
                            0, "key string", "lost")
         else:
-            from sparkwax.engine.outputs import OutputBuilder
+            from sparkwax.engine.hosts.outputs import OutputBuilder
 
             ends = FinishHost(driver, OutputBuilder(["key"], T.StructType.fromDDL("n long"),
                                                     "lost"), ["key"], 0)

@@ -22,9 +22,9 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 import sparkwax as sw
-from sparkwax.checkpoint_files import load_chains, state_file_name
-from sparkwax.engine.checkpoint import read_entries
-from sparkwax.engine.session import STATE_STORES
+from sparkwax.checkpoint_format.files import load_chains, state_file_name
+from sparkwax.engine.checkpoints.snapshots import read_entries
+from sparkwax.engine.deploy.session import STATE_STORES
 
 from spark_confs import confs
 

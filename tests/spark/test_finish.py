@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 
 import sparkwax as sw
-from sparkwax.engine.checkpoint import read_entries, state_summary
+from sparkwax.engine.checkpoints.snapshots import read_entries, state_summary
 from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.cli.snapshot_json import json_value
 from sparkwax.testing import Batch, Crash, Eof, run
@@ -182,7 +182,7 @@ def test_the_step_description_reaches_start_through_downstream_columns(spark, tm
     output column, an alias, a new column and a union after the step."""
     from pyspark.sql import functions as F
 
-    from sparkwax.engine.start import step_descriptions
+    from sparkwax.engine.queries.start import step_descriptions
 
     (tmp_path / "in").mkdir()
     stream = spark.readStream.schema("key string, value long").json(str(tmp_path / "in"))
@@ -277,8 +277,8 @@ def test_finish_on_a_packed_state_refuses_a_corrupt_key_and_names_it(spark):
 
     from sparkwax._driver import Driver
     from sparkwax.step import Step
-    from sparkwax.engine.bucket import Bucket
-    from sparkwax.engine.finish import finish_packed
+    from sparkwax.engine.hosts.bucket import Bucket
+    from sparkwax.engine.checkpoints.finish import finish_packed
     from sparkwax.recovery import encode
     from sparkwax.testing.reference import Counter
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwax.engine.checkpoint import read_entries
+from sparkwax.engine.checkpoints.snapshots import read_entries
 from sparkwax.testing import Batch, Tick, run
 from sparkwax.testing.reference import Accumulator
 

@@ -6,7 +6,7 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.metrics import StepMetrics
-from sparkwax.engine.progress import progress_line
+from sparkwax.engine.queries.progress import progress_line
 from sparkwax.testing import Batch, Crash, run
 from sparkwax.testing.reference import Counter, SessionTracker
 from sparkwax.testing.spark import run_script_on_spark
@@ -90,7 +90,7 @@ def test_rows_spark_drops_behind_a_watermarked_key_count_as_late(spark, tmp_path
     # that column reaches Spark with its watermark, and under EventTimeTimeout Spark
     # drops the rows behind it before the host sees them. The step counts its input
     # rows, so they are in rows_in and rows_late all the same. The packed host packs
-    # its rows before the shuffle (engine/prepack.py): Spark drops none, the driver
+    # its rows before the shuffle (engine/hosts/prepack.py): Spark drops none, the driver
     # drops and counts them, and nothing is counted on the way in.
     source = tmp_path / "in"
     source.mkdir()

@@ -510,7 +510,7 @@ SEQUENCE_SCRIPT = [
 
 @HOSTS
 def test_streaming_sequence_expires_partial_matches_by_timer(spark, tmp_path, host, buckets):
-    from sparkwax.engine.checkpoint import read_entries
+    from sparkwax.engine.checkpoints.snapshots import read_entries
 
     low, high = (lambda v: v["value"] < 5), (lambda v: v["value"] >= 5)
     op = ops.sequence([low, low, high], within="5 minutes", contiguity="relaxed")
@@ -543,7 +543,7 @@ TTL_SCRIPT = [
 
 @HOSTS
 def test_streaming_ttl_expires_idle_keys(spark, tmp_path, host, buckets):
-    from sparkwax.engine.checkpoint import read_entries
+    from sparkwax.engine.checkpoints.snapshots import read_entries
 
     op = ops.fold(lambda: 0, lambda acc, v: acc + v["value"])
     ttl = ops.Ttl("15 minutes", flush=lambda snapshot: [-snapshot[0]])
@@ -585,7 +585,7 @@ class _FoldFinalBefore(sw.StatefulLogic):
 
 @HOSTS
 def test_fold_final_restores_a_checkpoint_written_before(spark, tmp_path, host, buckets):
-    from sparkwax.engine.checkpoint import read_entries
+    from sparkwax.engine.checkpoints.snapshots import read_entries
 
     source, checkpoint = tmp_path / "in", str(tmp_path / "checkpoint")
     source.mkdir()
@@ -627,7 +627,7 @@ def test_max_state_bytes_fails_the_step_naming_the_key(spark, tmp_path, host, bu
 
 
 def test_ttl_is_part_of_the_steps_checkpoint_description(spark, tmp_path):
-    from sparkwax.engine.start import describe_changes, step_descriptions
+    from sparkwax.engine.queries.start import describe_changes, step_descriptions
 
     (tmp_path / "in").mkdir()
     stream = spark.readStream.schema(STREAM_INPUT).json(str(tmp_path / "in"))

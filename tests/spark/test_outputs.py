@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import types as T
 
-from sparkwax.engine.outputs import OutputBuilder
+from sparkwax.engine.hosts.outputs import OutputBuilder
 from sparkwax.errors import SchemaError
 from sparkwax.schema import parse_ddl
 

@@ -1,4 +1,4 @@
-"""The packed host's rows packed per bucket before the shuffle (engine/prepack.py):
+"""The packed host's rows packed per bucket before the shuffle (engine/hosts/prepack.py):
 each bucket gets back its rows, in their order, as the frame pyspark would have
 handed it, and a step sees the same values on the per-key host, the packed host
 and the packed host without packing."""
@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparkwax as sw
-from sparkwax.engine.prepack import PAYLOAD, Unpacker, pack_rows
-from sparkwax.engine.session import PREPACK_CONF
+from sparkwax.engine.hosts.prepack import PAYLOAD, Unpacker, pack_rows
+from sparkwax.engine.deploy.session import PREPACK_CONF
 
 from spark_confs import confs
 

@@ -8,7 +8,7 @@ Spark's ``stop()`` interrupts a batch in flight: its file sink logged
 ``ERROR FileFormatWriter: Aborting job``, a broadcast ``ERROR TorrentBroadcast:
 Store broadcast ... fail``, and a foreachBatch function cut short a
 ``java.lang.StackOverflowError`` from the stream thread
-(``sparkwax.engine.stopping``). The app runs in its own process group: SIGINT
+(``sparkwax.engine.queries.stopping``). The app runs in its own process group: SIGINT
 goes to the group as a terminal's Ctrl-C does (PySpark's JVM ignores it),
 SIGTERM to the Python process only, as ``kill PID`` does."""
 

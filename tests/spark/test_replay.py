@@ -254,8 +254,8 @@ def test_other_sources_are_a_config_error_naming_what_is_supported(spark, tmp_pa
     message = str(caught.value)
     assert "rate or socket" in message and "file source only" in message
     assert "Kafka" in message and str(tmp_path / "ck") in message
-    from sparkwax.engine.replay import read_inputs
-    from sparkwax.batchlog import PlannedBatch
+    from sparkwax.engine.checkpoints.replay import read_inputs
+    from sparkwax.checkpoint_format.logs import PlannedBatch
 
     planned = PlannedBatch(0, 0, 0, (-1, 0), ("file:///nowhere/x.json",), True)
     with pytest.raises(ConfigError, match="'kafka' is not one"):

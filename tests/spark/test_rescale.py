@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 import sparkwax as sw
-from sparkwax.engine.checkpoint import read_entries
+from sparkwax.engine.checkpoints.snapshots import read_entries
 from sparkwax.errors import RescaleError
-from sparkwax.engine.state.rescale import (FOLDER, KILL_AT_ENV,
+from sparkwax.engine.checkpoints.state.rescale import (FOLDER, KILL_AT_ENV,
                                            finish_interrupted, rescale)
 from sparkwax.testing import Batch, run
 

@@ -10,8 +10,8 @@ import pytest
 
 import sparkwax as sw
 from sparkwax import recovery
-from sparkwax.engine.checkpoint import read_entries
-from sparkwax.engine.session import STATE_STORES
+from sparkwax.engine.checkpoints.snapshots import read_entries
+from sparkwax.engine.deploy.session import STATE_STORES
 from sparkwax.snapshot_json import json_value
 from sparkwax.testing import Batch, run
 from sparkwax.testing.reference import Accumulator

@@ -15,7 +15,7 @@ import pytest
 
 from sparkwax import cli
 from sparkwax.cli import submit
-from sparkwax.engine import logs, shipping
+from sparkwax.engine.deploy import logs, shipping
 
 from kit import REPO
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 import sparkwax as sw
-from sparkwax.engine.start import step_descriptions
+from sparkwax.engine.queries.start import step_descriptions
 from sparkwax.metrics import StepMetrics, by_batch
 from sparkwax.operators import SessionWindower, count_window, with_max_wait
 from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded

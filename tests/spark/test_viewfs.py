@@ -14,8 +14,8 @@ import uuid
 import pytest
 
 import sparkwax as sw
-from sparkwax.engine.checkpoint import clear, read_entries, state_summary
-from sparkwax.engine.storage import HadoopStorage, SparkStorage, storage_for
+from sparkwax.engine.checkpoints.snapshots import clear, read_entries, state_summary
+from sparkwax.engine.checkpoints.storage import HadoopStorage, SparkStorage, storage_for
 from sparkwax.testing import Eof, run
 from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark

@@ -11,12 +11,12 @@ MODULES = [
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
     "sparkwax.testing.strategies.check", "sparkwax.cli.state",
     "sparkwax.operators.windows.windowers", "sparkwax.operators.windows._aggs",
-    "sparkwax.cli.demo.report", "sparkwax.paths", "sparkwax.engine.progress",
-    "sparkwax.snapshot_json", "sparkwax.engine.state.rows",
+    "sparkwax.cli.demo.report", "sparkwax.checkpoint_format.paths", "sparkwax.engine.queries.progress",
+    "sparkwax.snapshot_json", "sparkwax.engine.checkpoints.state.rows",
     "sparkwax.operators.windows.out", "sparkwax.cli.demo.options", "sparkwax.clock",
     "sparkwax.metrics", "sparkwax.cli.demo.hosts", "sparkwax.step", "sparkwax.sides",
-    "sparkwax.builders", "sparkwax.expiry", "sparkwax.limits", "sparkwax.batchlog",
-    "sparkwax.testing.replay", "sparkwax.cli.replay", "sparkwax.engine.replay", "sparkwax.schema",
+    "sparkwax.builders", "sparkwax.expiry", "sparkwax.limits", "sparkwax.checkpoint_format.logs",
+    "sparkwax.testing.replay", "sparkwax.cli.replay", "sparkwax.engine.checkpoints.replay", "sparkwax.schema",
     "sparkwax.young_gc", "sparkwax.tables",
 ]
 

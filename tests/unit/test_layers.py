@@ -37,7 +37,7 @@ from kit import PACKAGE
 ROOT = PACKAGE.name
 
 SUBPACKAGE_LAYERS = {"engine": "engine", "operators": "operators", "testing": "testing",
-                     "cli": "cli", "schema": "core"}
+                     "cli": "cli", "schema": "core", "checkpoint_format": "core"}
 ROOT_MODULE_LAYERS = {"frames": "surface"}  # the DataFrame-level operators: engine + operators
 MAY_IMPORT = {
     "core": {"core"},
@@ -73,7 +73,7 @@ KNOWN = {
 
 
 class Import(NamedTuple):
-    module: str     # importing file, relative to sparkwax/ ("engine/plan.py")
+    module: str     # importing file, relative to sparkwax/ ("engine/planning/plan.py")
     line: int
     target: str     # what it imports, relative to sparkwax/ ("operators.final"),
     #                 "" for the package itself, or a third-party name ("pyspark.sql")
@@ -83,7 +83,7 @@ class Import(NamedTuple):
 
 
 def layer_of(relative: str) -> str:
-    """The layer of a file (``"engine/plan.py"``) or of an imported name
+    """The layer of a file (``"engine/planning/plan.py"``) or of an imported name
     (``"engine.plan"``, ``""`` for the package itself)."""
     parts = relative.replace("/", ".").split(".")
     if relative in ("", "__init__.py"):
@@ -241,8 +241,8 @@ def test_the_root_imports_the_engine_lazily():
 
 def test_every_module_has_a_layer():
     layers = {_relative(p): layer_of(_relative(p)) for p in modules()}
-    assert layers["_driver.py"] == layers["paths.py"] == layers["logic.py"] == "core"
-    assert layers["engine/plan.py"] == "engine" and layers["cli/demo/logics.py"] == "cli"
+    assert layers["_driver.py"] == layers["checkpoint_format/paths.py"] == layers["logic.py"] == "core"
+    assert layers["engine/planning/plan.py"] == "engine" and layers["cli/demo/logics.py"] == "cli"
     assert layers["__init__.py"] == "root"
     assert layers["frames.py"] == "surface" and layers["step.py"] == "core"
     assert set(layers.values()) == {"root", "core", "engine", "operators", "testing", "cli",
@@ -264,9 +264,9 @@ def test_known_violations_still_exist():
     ("logic.py", "from .engine.plan import stateful\n", "imports engine.plan (engine)"),
     ("timers.py", "def f():\n    import pyspark.sql\n", "imports pyspark.sql (third-party)"),
     ("clock.py", "import pandas as pd\n", "imports pandas (third-party)"),
-    ("engine/plan.py", "from ..operators import basic\n", "imports operators.basic (operators)"),
-    ("engine/host.py", "from ..testing.runner import run\n", "imports testing.runner"),
-    ("engine/host.py", "from ..cli import main\n", "imports cli (cli)"),
+    ("engine/planning/plan.py", "from ...operators import basic\n", "imports operators.basic (operators)"),
+    ("engine/hosts/host.py", "from ...testing.runner import run\n", "imports testing.runner"),
+    ("engine/hosts/host.py", "from ...cli import main\n", "imports cli (cli)"),
     ("operators/basic.py", "from ..engine import stateful\n", "imports engine (engine)"),
     ("operators/basic.py", "from .. import stateful\n", "imports stateful (engine)"),
     ("operators/basic.py", "from sparkwax import stateful_batch\n", "(engine)"),
@@ -278,7 +278,7 @@ def test_known_violations_still_exist():
     ("__init__.py", "from .engine import stateful\n", None),  # eager: the root test
     ("__init__.py", "from .cli import main\n", "imports cli (cli)"),
     ("__init__.py", "import pyspark\n", "(third-party)"),
-    ("engine/plan.py", "from ..frames import join\n", "imports frames (surface)"),
+    ("engine/planning/plan.py", "from ...frames import join\n", "imports frames (surface)"),
     ("operators/basic.py", "from .. import join\n", "imports join (surface)"),
     ("frames.py", "from .testing import run\n", "imports testing (testing)"),
     ("frames.py", "from pyspark.sql import functions\n", "(third-party)"),
@@ -293,7 +293,7 @@ def test_the_checker_finds_a_violation(module, source, expected):
 
 @pytest.mark.parametrize("module, source", [
     ("logic.py", "from .errors import LogicError\nimport datetime, cloudpickle\n"),
-    ("engine/plan.py", "from ..timers import EventTime\nfrom . import storage\nimport pyspark\n"),
+    ("engine/planning/plan.py", "from ...timers import EventTime\nfrom . import schemas\nimport pyspark\n"),
     ("operators/basic.py", "from ._base import Base\nfrom ..logic import RETAIN\n"),
     ("testing/runner.py", "from ..operators.final import count_final\nimport hypothesis\n"),
     ("frames.py", "from .engine.connecting import connect\nfrom .operators.joins import j\n"),
@@ -321,12 +321,12 @@ def test_relative_imports_resolve_from_the_importing_package():
 # functions and ``TYPE_CHECKING`` blocks. Neither may hold a cycle. In the
 # second graph only, a module's import of its own ancestor package is not an
 # edge: Python initialises a package before any of its modules, so such an
-# import (``import sparkwax`` in engine/shipping.py to find the package's
+# import (``import sparkwax`` in engine/deploy/shipping.py to find the package's
 # folder, ``sparkwax.__getattr__`` loading the engine lazily) reads a finished
 # package; at module level it would still be a cycle, and is checked there.
 
 def module_name(relative: str) -> str:
-    """``"engine/plan.py"`` -> ``"engine.plan"``; a package's ``__init__`` is the
+    """``"engine/planning/plan.py"`` -> ``"engine.plan"``; a package's ``__init__`` is the
     package (``""`` for sparkwax itself)."""
     dotted = relative[:-len(".py")].replace("/", ".")
     return "" if dotted == "__init__" else dotted.removesuffix(".__init__")
@@ -335,7 +335,7 @@ def module_name(relative: str) -> str:
 def import_graph(function_level: bool,
                  sources: Optional[Dict[str, str]] = None) -> Dict[str, Set[str]]:
     """``{module: the sparkwax modules it imports}``; ``sources`` replaces
-    some files' text (``{"engine/plan.py": "..."}``), for the checker's tests."""
+    some files' text (``{"engine/planning/plan.py": "..."}``), for the checker's tests."""
     sources = sources or {}
     names = {module_name(_relative(p)) for p in modules()}
     graph: Dict[str, Set[str]] = {}
@@ -401,15 +401,14 @@ def test_the_cycle_check_finds_a_cycle():
     assert cycles({"a": {"a"}, "b": set()}) == [["a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
     # engine: plan -> start -> replay; a replay importing plan inside a function closes it
-    lazy = {"engine/replay.py": (PACKAGE / "engine/replay.py").read_text()
-            + "\n\ndef f():\n    from .plan import plan_step\n"}
+    lazy = {"engine/checkpoints/replay.py": (PACKAGE / "engine/checkpoints/replay.py").read_text()
+            + "\n\ndef f():\n    from ..planning.plan import plan_step\n"}
     assert cycles(import_graph(False, lazy)) == []
-    assert ["engine.plan", "engine.replay", "engine.start"] in [
-        [m for m in c if m in ("engine.plan", "engine.replay", "engine.start")]
-        for c in cycles(import_graph(True, lazy))]
-    eager = {"engine/zips.py": "from .shipping import build_zip\n"}  # shipping -> zips
+    trio = ("engine.planning.plan", "engine.checkpoints.replay", "engine.queries.start")
+    assert sorted(trio) in [[m for m in c if m in trio] for c in cycles(import_graph(True, lazy))]
+    eager = {"engine/deploy/zips.py": "from .shipping import build_zip\n"}  # shipping -> zips
     assert cycles(import_graph(False, eager)) == [
-        ["engine.app_modules", "engine.shipping", "engine.zips"]]
+        ["engine.deploy.app_modules", "engine.deploy.shipping", "engine.deploy.zips"]]
 
 
 def test_an_import_of_its_own_package_is_a_cycle_at_module_level_only():

@@ -47,7 +47,7 @@ def test_package_is_clean():
 # among the ignore's codes.
 STRICT_CORE = [
     "sparkwax._driver",
-    "sparkwax.batchlog",
+    "sparkwax.checkpoint_format.logs",
     "sparkwax.builders",
     "sparkwax.clock",
     "sparkwax.errors",
@@ -56,7 +56,7 @@ STRICT_CORE = [
     "sparkwax.limits",
     "sparkwax.logic",
     "sparkwax.metrics",
-    "sparkwax.paths",
+    "sparkwax.checkpoint_format.paths",
     "sparkwax.recovery",
     "sparkwax.schema",
     "sparkwax.schema.check",
@@ -98,7 +98,7 @@ def strict_package_modules() -> list:
 
 def test_packages_are_strict():
     modules = ["sparkwax", *strict_package_modules()]
-    assert {"sparkwax.engine.plan", "sparkwax.engine.state.frame", "sparkwax.operators.final",
+    assert {"sparkwax.engine.planning.plan", "sparkwax.engine.checkpoints.state.frame", "sparkwax.operators.final",
             "sparkwax.operators.windows.core", "sparkwax.testing.reference"} <= set(modules)
     done = mypy(*STRICT, *(arg for name in modules for arg in ("-m", name)))
     output = done.stdout + done.stderr
@@ -113,7 +113,7 @@ def test_public_all_lists_are_literal():
 
     for package in ("sparkwax", "sparkwax.operators", "sparkwax.operators.windows",
                     "sparkwax.testing", "sparkwax.testing.strategies", "sparkwax.engine",
-                    "sparkwax.engine.state", "sparkwax.schema"):
+                    "sparkwax.engine.checkpoints.state", "sparkwax.schema"):
         path = REPO.joinpath(*package.split("."), "__init__.py")
         tree = ast.parse(path.read_text())
         found = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))

@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ...errors import ConfigError, SparkwaxError
 from ...metrics import StepMetrics, by_batch
-from ...paths import join_path, scheme_of
+from ...checkpoint_format.paths import join_path, scheme_of
 from ...timers import EPOCH, EventTime, duration_ms
 from . import clickstream
 from ...step import Host
@@ -152,7 +152,7 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
     from pyspark import SparkContext
 
     import sparkwax
-    from ...engine.storage import storage_for
+    from ...engine.checkpoints.storage import storage_for
 
     owned = options.remote is None and SparkContext._active_spark_context is None
     if options.remote is not None:  # a Connect client session: the server outlives it
@@ -236,7 +236,7 @@ def _prepare_checkpoint_uri(store: Any, checkpoint: str) -> None:
 
 def _master(spark: Any) -> str:
     """The master URL, or the Connect server's (a Connect client has no SparkContext)."""
-    from ...engine.storage import is_connect
+    from ...engine.checkpoints.storage import is_connect
 
     if is_connect(spark):
         return f"{spark.conf.get('spark.master', '?')} via Spark Connect"
@@ -287,7 +287,7 @@ def _start_queries(spark: Any, paths: Dict[str, str], checkpoint: str, trigger: 
 def _follow(queries: Dict[str, Any], trigger: Dict[str, Any], say: Printer,
             hosts: Dict[str, Host]) -> None:
     """Print progress until the queries have consumed the input."""
-    from ...engine.progress import Follower
+    from ...engine.queries.progress import Follower
 
     lines = Follower(queries, lambda line: say("  " + line), DemoLines(hosts))
     done = threading.Event()
@@ -410,7 +410,7 @@ def _collect_results(spark: Any, report: DemoReport, paths: Any, checkpoint: str
 def _state_snapshots(spark: Any, checkpoint: str, step_id: str) -> Optional[List[Any]]:
     """The decoded snapshots of the query's live keys (Spark's ``statestore``
     reader at the last committed batch), or None if they cannot be read."""
-    from ...engine.checkpoint import read_entries
+    from ...engine.checkpoints.snapshots import read_entries
 
     try:
         entries = read_entries(spark, checkpoint, step_id=step_id)

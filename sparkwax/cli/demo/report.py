@@ -14,7 +14,7 @@ import textwrap
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Sequence, TextIO
 
-from ...engine.progress import progress_line
+from ...engine.queries.progress import progress_line
 from ...metrics import steps_in
 
 HOSTS_EXPLAINED = (

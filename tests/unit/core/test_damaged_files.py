@@ -1,4 +1,4 @@
-"""The pure checks behind the named checkpoint failures (sparkwax/checkpoint_files.py):
+"""The pure checks behind the named checkpoint failures (sparkwax/checkpoint_format/files.py):
 what a cut or garbled steps file, log entry or state file looks like. The
 Spark tests (tests/spark/test_damaged_checkpoint.py) damage real checkpoints."""
 
@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from sparkwax.checkpoint_files import (key_fields_of_schema_file, load_chains, log_problem,
+from sparkwax.checkpoint_format.files import (key_fields_of_schema_file, load_chains, log_problem,
                                        lz4_framing_problem, metadata_problem, records_problem,
                                        short_path, state_file_name, state_message,
                                        step_of_operator, steps_problem, ways_out, zip_problem)

@@ -99,8 +99,8 @@ def test_the_spark_host_passes_the_committed_timer():
     pytest.importorskip("pyspark")
     import pandas as pd
 
-    from sparkwax.engine.columns import InputLayout
-    from sparkwax.engine.host import StreamingHost
+    from sparkwax.engine.hosts.columns import InputLayout
+    from sparkwax.engine.hosts.host import StreamingHost
 
     class FakeState:
         exists, hasTimedOut = True, True
@@ -159,7 +159,7 @@ def test_callback_errors_are_runtime_errors_like_bytewaxs():
 
 def test_the_packed_host_keeps_the_committed_timer_per_key():
     pytest.importorskip("pyspark")
-    from sparkwax.engine.bucket import Bucket
+    from sparkwax.engine.hosts.bucket import Bucket
 
     bucket = Bucket.empty()
     bucket.put("a", b"blob-a", 1_000, 999)

@@ -1,5 +1,5 @@
 """Offsets files that are valid JSON but that Spark cannot restart from
-(sparkwax/offsets_check.py, issue 32): a character changed inside a JSON
+(sparkwax/checkpoint_format/offsets.py, issue 32): a character changed inside a JSON
 string of the conf map or of a source's offset. The Spark tests
 (tests/spark/test_damaged_checkpoint.py) damage real checkpoints so."""
 
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from sparkwax.batchlog import parse_offsets
-from sparkwax.offsets_check import (GROUP_STATE_VERSION, metadata_problem, pinned_conf_problem,
+from sparkwax.checkpoint_format.logs import parse_offsets
+from sparkwax.checkpoint_format.offsets import (GROUP_STATE_VERSION, metadata_problem, pinned_conf_problem,
                                     source_problem, value_has_group_state)
 
 STATE = "org.apache.spark.sql.execution.streaming.state."

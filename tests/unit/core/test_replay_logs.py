@@ -1,4 +1,4 @@
-"""Spark's checkpoint logs read by hand-written files (sparkwax.batchlog), and
+"""Spark's checkpoint logs read by hand-written files (sparkwax.checkpoint_format.logs), and
 the offline half of replay (sparkwax.testing.replay.replay_batches): no Spark.
 
 The texts below are what Spark 4.3 writes (taken from a real checkpoint of
@@ -12,7 +12,7 @@ from datetime import timedelta, timezone
 import pytest
 
 import sparkwax as sw
-from sparkwax.batchlog import (PlannedBatch, describe_source, file_offset, log_number,
+from sparkwax.checkpoint_format.logs import (PlannedBatch, describe_source, file_offset, log_number,
                                normal_path, orphaned_entries, parse_commit, parse_offsets,
                                plan_batches, planned_offsets, sink_units, source_files)
 from sparkwax.errors import ConfigError

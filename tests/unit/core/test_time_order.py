@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from sparkwax import RETAIN, EventTime, StatefulBatchLogic
 from sparkwax._driver import Driver
-from sparkwax.engine.columns import (INTEGER, InputLayout, _stable_argsort, presorted,
+from sparkwax.engine.hosts.columns import (INTEGER, InputLayout, _stable_argsort, presorted,
                                      radix_argsort, read_group, time_order)
 from sparkwax.step import Step
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from sparkwax.cli import submit
-from sparkwax.engine import app_modules, logs, shipping, zips
-from sparkwax.engine.app_modules import find_app_modules
+from sparkwax.engine.deploy import app_modules, logs, shipping, zips
+from sparkwax.engine.deploy.app_modules import find_app_modules
 
 
 @pytest.fixture(autouse=True)

@@ -31,8 +31,8 @@ def _bare_python(tmp_path):
 def test_a_carried_function_brings_sparkwax_along(tmp_path):
     from pyspark import cloudpickle
 
-    from sparkwax.engine.carrier import carry
-    from sparkwax.engine.shipping import build_zip, pickle_unshipped_by_value
+    from sparkwax.engine.deploy.carrier import carry
+    from sparkwax.engine.deploy.shipping import build_zip, pickle_unshipped_by_value
     from sparkwax.testing.reference import Counter
 
     def step(key, values):  # by value; Counter too (sparkwax.testing is not in the zip),
@@ -63,7 +63,7 @@ def test_a_carried_function_brings_sparkwax_along(tmp_path):
 def test_carry_keeps_the_arity_pyspark_inspects():
     import inspect
 
-    from sparkwax.engine.carrier import carry
+    from sparkwax.engine.deploy.carrier import carry
 
     for function in (lambda a: a, lambda a, b: a, lambda a, b, c: a):
         carried = carry(function, zip_bytes=b"", zip_name="x.zip")

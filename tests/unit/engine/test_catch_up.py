@@ -1,10 +1,10 @@
 """When sparkwax ends a query of a step that asks Spark for a micro-batch at
-every trigger (``sparkwax.engine.catch_up``), read from progress dictionaries
+every trigger (``sparkwax.engine.queries.catch_up``), read from progress dictionaries
 as Spark reports them; the Spark side is tests/spark/test_available_now.py."""
 
 import pytest
 
-from sparkwax.engine.catch_up import (asks_every_batch, bounded, caught_up,
+from sparkwax.engine.queries.catch_up import (asks_every_batch, bounded, caught_up,
                                       process_all_available, stop_when_caught_up,
                                       wait_caught_up)
 

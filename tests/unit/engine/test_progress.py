@@ -7,9 +7,9 @@ import signal
 import threading
 import time
 
-from sparkwax.engine.progress import (Follower, follow, query_name, stop_on_signals,
+from sparkwax.engine.queries.progress import (Follower, follow, query_name, stop_on_signals,
                                       wait_for_stop)
-from sparkwax.engine.query import Query
+from sparkwax.engine.queries.query import Query
 
 
 def _progress(batch, rows):

@@ -1,4 +1,4 @@
-"""The log entries of a rescale batch (``sparkwax.engine.state.batch_logs``):
+"""The log entries of a rescale batch (``sparkwax.engine.checkpoints.state.batch_logs``):
 the offset entry's partition count, and the file sink's log entry for a batch
 that wrote nothing, plain or compacted as Spark compacts it. An in-memory
 store stands for Spark's file system."""
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sparkwax.batchlog import parse_commit
-from sparkwax.engine.state import batch_logs
+from sparkwax.checkpoint_format.logs import parse_commit
+from sparkwax.engine.checkpoints.state import batch_logs
 from sparkwax.errors import CheckpointError
 
 SINK = "/data/out"
@@ -109,7 +109,7 @@ def test_the_rescale_batch_is_logged_and_a_planned_batch_moves_one_up():
     """Batch 4 committed, batch 5 planned (offsets only): the rescale is
     batch 5 (batch 4's sources, the new count, batch 4's next watermark), the
     planned batch becomes 6 with the new count, the commit comes last."""
-    from sparkwax.engine.state.rescale import _write_logs
+    from sparkwax.engine.checkpoints.state.rescale import _write_logs
 
     def offsets(log_offset, watermark, partitions="2"):
         meta = {"batchWatermarkMs": watermark, "conf": {"spark.sql.shuffle.partitions": partitions}}

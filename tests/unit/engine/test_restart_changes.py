@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from sparkwax.checkpoint_files import STEPS_FILE
-from sparkwax.engine.session import STATE_STORES
-from sparkwax.engine.start import STORE_CONF, check_checkpoint, describe_changes
+from sparkwax.checkpoint_format.files import STEPS_FILE
+from sparkwax.engine.deploy.session import STATE_STORES
+from sparkwax.engine.queries.start import STORE_CONF, check_checkpoint, describe_changes
 from sparkwax.errors import ConfigError
 
 CK = "/data/ck"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkwax.engine import session
-from sparkwax.engine.session import (driver_memory_for, local_session, machine_memory_bytes,
+from sparkwax.engine.deploy import session
+from sparkwax.engine.deploy.session import (driver_memory_for, local_session, machine_memory_bytes,
                                      max_snapshot_bytes, parse_bytes)
 
 

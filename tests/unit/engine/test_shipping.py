@@ -1,6 +1,6 @@
 """The sparkwax zip the engine ships to executors, and when it ships it (no JVM).
 
-Importing ``sparkwax.engine.shipping`` imports pyspark (the engine package
+Importing ``sparkwax.engine.deploy.shipping`` imports pyspark (the engine package
 does), but nothing here starts Spark, and the built zip is imported below by
 a Python that has neither pyspark nor site-packages. The zip holds the
 runtime only (core, engine, operators); what a step takes from
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwax.engine import shipping, zips
+from sparkwax.engine.deploy import shipping, zips
 from sparkwax.errors import ConfigError
 from kit import REPO
 
@@ -48,7 +48,7 @@ def test_zip_holds_the_runtime_sources_without_bytecode(cache):
     names = zipfile.ZipFile(path).namelist()
     assert os.path.dirname(path) == str(cache)
     assert os.path.basename(path).startswith(f"sparkwax-{__import__('sparkwax').__version__}-")
-    assert "sparkwax/__init__.py" in names and "sparkwax/engine/shipping.py" in names
+    assert "sparkwax/__init__.py" in names and "sparkwax/engine/deploy/shipping.py" in names
     assert "sparkwax/operators/__init__.py" in names and "sparkwax/logic.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyo"))]
     assert names == sorted(names) and all(n.startswith("sparkwax/") for n in names)
@@ -253,7 +253,7 @@ def test_module_entry_point_prints_the_zip_path(cache, tmp_path, capsys):
 
 
 def test_spark_connect_ships_by_default_whatever_the_master():
-    from sparkwax.engine.shipping import ship_decision
+    from sparkwax.engine.deploy.shipping import ship_decision
 
     assert ship_decision("local[2]", None, None, connect=True)[0] is True
     assert ship_decision("local[2]", None, None)[0] is False

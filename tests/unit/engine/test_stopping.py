@@ -7,7 +7,7 @@ hands back."""
 import threading
 import time
 
-from sparkwax.engine.stopping import end_after_batch, execution
+from sparkwax.engine.queries.stopping import end_after_batch, execution
 
 
 class State:

@@ -7,20 +7,20 @@ from pathlib import Path
 import pytest
 
 from sparkwax.errors import ConfigError
-from sparkwax.paths import join_path, scheme_of
+from sparkwax.checkpoint_format.paths import join_path, scheme_of
 
 from kit import REPO
 
 # Every module that reads or writes next to a checkpoint or a sink.
-CHECKPOINT_MODULES = ["sparkwax/engine/checkpoint.py", "sparkwax/engine/finish.py",
-                      "sparkwax/engine/start.py",
-                      "sparkwax/engine/storage.py", "sparkwax/cli/state.py",
-                      "sparkwax/paths.py", "sparkwax/engine/replay.py",
-                      "sparkwax/batchlog.py", "sparkwax/testing/replay.py",
-                      "sparkwax/cli/replay.py", "sparkwax/engine/diagnose.py",
-                      "sparkwax/engine/query.py", "sparkwax/checkpoint_files.py",
-                      "sparkwax/engine/state/rescale.py", "sparkwax/engine/state/reshard.py",
-                      "sparkwax/engine/state/batch_logs.py", "sparkwax/cli/rescale.py",
+CHECKPOINT_MODULES = ["sparkwax/engine/checkpoints/snapshots.py", "sparkwax/engine/checkpoints/finish.py",
+                      "sparkwax/engine/queries/start.py",
+                      "sparkwax/engine/checkpoints/storage.py", "sparkwax/cli/state.py",
+                      "sparkwax/checkpoint_format/paths.py", "sparkwax/engine/checkpoints/replay.py",
+                      "sparkwax/checkpoint_format/logs.py", "sparkwax/testing/replay.py",
+                      "sparkwax/cli/replay.py", "sparkwax/engine/checkpoints/diagnose.py",
+                      "sparkwax/engine/queries/query.py", "sparkwax/checkpoint_format/files.py",
+                      "sparkwax/engine/checkpoints/state/rescale.py", "sparkwax/engine/checkpoints/state/reshard.py",
+                      "sparkwax/engine/checkpoints/state/batch_logs.py", "sparkwax/cli/rescale.py",
                       "sparkwax/cli/reader.py"]
 
 
@@ -47,7 +47,7 @@ def test_join_path_keeps_the_uri():
     ('No FileSystem for scheme "weird"', "weird", "fs.weird.impl"),
 ])
 def test_a_missing_file_system_becomes_a_config_error_naming_the_scheme(message, scheme, hint):
-    from sparkwax.engine.storage import filesystem_error
+    from sparkwax.engine.checkpoints.storage import filesystem_error
 
     error = filesystem_error(f"{scheme}://somewhere/ck", RuntimeError(message))
     assert isinstance(error, ConfigError)
@@ -55,7 +55,7 @@ def test_a_missing_file_system_becomes_a_config_error_naming_the_scheme(message,
 
 
 def test_other_errors_are_left_alone():
-    from sparkwax.engine.storage import filesystem_error
+    from sparkwax.engine.checkpoints.storage import filesystem_error
 
     assert filesystem_error("hdfs://nn/ck", RuntimeError("Permission denied")) is None
 
@@ -73,7 +73,7 @@ def test_state_tools_refuse_a_local_non_checkpoint_before_starting_spark(tmp_pat
                                                                           capsys):
     import argparse
 
-    import sparkwax.engine.session as session
+    import sparkwax.engine.deploy.session as session
     from sparkwax.cli.state import state_command
 
     def no_jvm(*args, **kwargs):

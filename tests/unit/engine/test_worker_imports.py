@@ -14,9 +14,9 @@ import textwrap
 import pytest
 
 from kit import REPO
-DRIVER_SIDE = ["sparkwax.engine.plan", "sparkwax.engine.start", "sparkwax.engine.progress",
-               "sparkwax.engine.finish", "sparkwax.engine.state", "sparkwax.engine.replay",
-               "sparkwax.engine.session", "sparkwax.engine.shipping", "sparkwax.engine.storage"]
+DRIVER_SIDE = ["sparkwax.engine.planning.plan", "sparkwax.engine.queries.start", "sparkwax.engine.queries.progress",
+               "sparkwax.engine.checkpoints.finish", "sparkwax.engine.checkpoints.state", "sparkwax.engine.checkpoints.replay",
+               "sparkwax.engine.deploy.session", "sparkwax.engine.deploy.shipping", "sparkwax.engine.checkpoints.storage"]
 
 
 def loaded_after(statement: str) -> list:
@@ -36,7 +36,7 @@ def loaded_after(statement: str) -> list:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("module", ["sparkwax.engine.host", "sparkwax.engine.packed"])
+@pytest.mark.parametrize("module", ["sparkwax.engine.hosts.host", "sparkwax.engine.hosts.packed"])
 def test_a_host_imports_no_driver_side_module(module):
     loaded = loaded_after(f"import {module}")
     assert module in loaded
@@ -46,7 +46,7 @@ def test_a_host_imports_no_driver_side_module(module):
 def test_packing_rows_imports_no_pandas():
     loaded = loaded_after(textwrap.dedent("""
         import numpy as np, pyarrow as pa
-        from sparkwax.engine.prepack import PAYLOAD, pack_rows, read_payload
+        from sparkwax.engine.hosts.prepack import PAYLOAD, pack_rows, read_payload
 
         def column(values):
             values = np.asarray(values, dtype=np.int64)
@@ -59,17 +59,17 @@ def test_packing_rows_imports_no_pandas():
         assert [read_payload(p).column("k").to_pylist()
                 for p in out.column(PAYLOAD).to_pylist()] == [[6, 8], [5, 7]]
     """).replace("\n", "\n        "))
-    assert "sparkwax.engine.prepack" in loaded
+    assert "sparkwax.engine.hosts.prepack" in loaded
     assert "pandas" not in loaded
 
 
 def test_the_engine_names_are_the_functions():
     loaded = loaded_after(textwrap.dedent("""
-        import sparkwax.engine.start, sparkwax.engine.finish
+        import sparkwax.engine.queries.start, sparkwax.engine.checkpoints.finish
         import sparkwax as sw, sparkwax.engine as engine
         from sparkwax.engine import finish, start
         assert start is engine.start is sw.start and callable(start), start
         assert finish is engine.finish is sw.finish and callable(finish), finish
         assert sorted(engine.__all__) == sorted(n for n in engine.__all__ if hasattr(engine, n))
     """).replace("\n", "\n        "))
-    assert "sparkwax.engine.start" in loaded
+    assert "sparkwax.engine.queries.start" in loaded

@@ -1,0 +1,168 @@
+"""``check_state``: does every snapshot a checkpoint holds restore through a
+new version of the logic? Run it before restarting a query with changed code.
+
+On the executors (``mapInArrow`` over the state rows; a packed step's
+buckets are opened into their keys), every stored snapshot goes through
+what a restart and its next commit do, with the driver's own code
+(``Driver.restore_check``): decode, ``builder(snapshot)``,
+``snapshot()`` encoded again (picklable), ``notify_at()`` and, when the
+logic has it, ``processing_notify_at()`` validated. Spark then counts the
+failures per error class, with a few example keys and the first message;
+only those counts come back to the driver.
+
+>>> result = check_state(spark, "/data/ck", SessionV2)             # doctest: +SKIP
+>>> result.keys_failed, result.failures[0].error_class            # doctest: +SKIP
+(812, 'BuilderError')
+>>> print(result)                                                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time as wall_clock
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from ...._driver import Driver
+from ....errors import short_repr
+from ....logic import Builder
+from ....step import Step
+from ....timers import EventTime, ProcessingTime, TimeMode
+from ..snapshots import last_watermark_ms
+from ..diagnose import explained
+from ...deploy.shipping import ship_function
+from .frame import flat_state, recorded_step
+from .rows import Layout, entries
+
+_SCHEMA = "key string, error_class string, message string"
+
+
+class Failure(NamedTuple):
+    """The keys that failed with one error class."""
+
+    error_class: str
+    count: int  # type: ignore[assignment]  # (shadows tuple.count, on purpose)
+    example_keys: List[str]   # reprs of the first keys (sorted), at most ``examples``
+    first_message: str        # the error of the first example key
+
+
+@dataclass
+class CheckResult:
+    """What ``check_state`` found: ``keys_ok``, ``keys_failed`` and the
+    ``failures`` per error class (most keys first)."""
+
+    checkpoint: str
+    step_id: str
+    logic: str
+    keys_ok: int
+    keys_failed: int
+    failures: List[Failure] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.keys_failed == 0
+
+    def __str__(self) -> str:
+        total = self.keys_ok + self.keys_failed
+        head = (f"step {self.step_id!r} in {self.checkpoint}: {total} stored key(s) checked "
+                f"with {self.logic}")
+        if self.ok:
+            return f"{head}: every key restores, snapshots again and has valid timers"
+        lines = [f"{head}: {self.keys_failed} fail, {self.keys_ok} restore"]
+        for failure in self.failures:
+            lines.append(f"  {failure.error_class}: {failure.count} key(s), e.g. "
+                         f"{', '.join(failure.example_keys)}")
+            lines.append(f"    {failure.first_message}")
+        return "\n".join(lines)
+
+
+def check_state(spark: Any, checkpoint: str, builder: Builder, *, operator_id: int = 0,
+                examples: int = 3, step_id: Optional[str] = None,
+                time: Optional[TimeMode] = None, batch: bool = False, ttl: Any = None,
+                max_state_bytes: Optional[int] = None,
+                key_schema: Optional[str] = None) -> CheckResult:
+    """Restore every stored snapshot of the step through ``builder`` on the
+    executors and report what fails (see the module docstring). The step id
+    and time mode default to what ``sw.start`` recorded in the checkpoint; a
+    step started with ``ttl=``/``max_state_bytes=`` needs them here too (they
+    wrap the snapshots). ``now`` is the watermark the next batch would have
+    (EventTime) or the wall clock, as for ``finish``."""
+    recorded = recorded_step(spark, checkpoint)
+    step = Step.of(builder, step_id=step_id or recorded.get("step_id"),
+                   time=time or recorded_time(recorded), batch=batch, ttl=ttl,
+                   max_state_bytes=max_state_bytes)
+    driver = Driver(step)
+    wall_ms = int(wall_clock.time() * 1000)
+    now_ms = driver.now_ms(lambda: last_watermark_ms(spark, checkpoint), lambda: wall_ms)
+    flat, layout, _ = flat_state(spark, checkpoint, operator_id=operator_id,
+                                 key_schema=key_schema or "key string", step_id=step.step_id)
+    checker = CheckRows(layout, driver, now_ms, wall_ms)
+
+    def check_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return checker(batches)  # a plain function for pyspark
+
+    checked = flat.mapInArrow(ship_function(spark, check_rows), _SCHEMA)
+    first = F.min_by(F.struct("key", "message"), "key")
+    counts = checked.groupBy("error_class").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.slice(F.array_sort(F.collect_list("key")), 1, max(examples, 1)).alias("examples"),
+        first["message"].alias("message"))
+    with explained(spark, checkpoint, operator=operator_id):
+        rows = counts.collect()  # one row per error class
+    failures = sorted((Failure(r["error_class"], r["n"], list(r["examples"]), r["message"])
+                       for r in rows if r["error_class"] is not None),
+                      key=lambda f: (-f.count, f.error_class))
+    ok = sum(r["n"] for r in rows if r["error_class"] is None)
+    name = getattr(builder, "__qualname__", None) or repr(builder)
+    return CheckResult(checkpoint, step.step_id, name, ok, sum(f.count for f in failures),
+                       failures)
+
+
+def recorded_time(recorded: Dict[str, Any]) -> Optional[TimeMode]:
+    """The time mode ``sw.start`` recorded (``"ts - 120000 ms"``), if any.
+
+    >>> recorded_time({"time": "event", "event_time": "ts - 120000 ms"}).column
+    'ts'
+    >>> recorded_time({})
+    """
+    if recorded.get("time") == "event" and recorded.get("event_time"):
+        column, _, delay = str(recorded["event_time"]).rpartition(" - ")
+        return EventTime(column, watermark=delay)
+    if recorded.get("time") == "processing":
+        return ProcessingTime()
+    return None
+
+
+class CheckRows:
+    """The executors' half: ``(key repr, error class, message)`` per stored
+    key (class and message null when it restores)."""
+
+    def __init__(self, layout: Layout, driver: Driver, now_ms: int, wall_ms: int):
+        self.layout, self.driver, self.now_ms, self.wall_ms = layout, driver, now_ms, wall_ms
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            keys: List[str] = []
+            classes: List[Optional[str]] = []
+            messages: List[Optional[str]] = []
+            for entry, partition, _ in entries(batch, self.layout):
+                found = self.check(entry.key, entry.blob or b"") if entry.error is None \
+                    else tuple(entry.error.split(": ", 1))
+                keys.append(short_repr(entry.key) if entry.error is None
+                            else f"<a bucket of partition {partition}>")
+                classes.append(found[0] if found else None)
+                messages.append(found[1] if found else None)
+            yield pa.RecordBatch.from_pydict({"key": keys, "error_class": classes,
+                                              "message": messages})
+
+    def check(self, key: Any, blob: bytes) -> Optional[Tuple[str, str]]:
+        try:
+            self.driver.restore_check(key, blob, self.now_ms, self.wall_ms)
+        except Exception as error:
+            return type(error).__name__, str(error)
+        return None
+
+
+__all__ = ["CheckResult", "Failure", "check_state", "recorded_time"]

@@ -1,0 +1,338 @@
+"""``rescale``: a stopped query's state in another number of state
+partitions (and a packed step's keys in another number of buckets), so that
+a checkpoint started on a laptop runs on a cluster's cores.
+
+>>> rescale("/data/ck", partitions=48)                              # doctest: +SKIP
+RescaleResult(checkpoint='/data/ck', batch=7, partitions=(2, 48), buckets=(8, 192))
+
+How (docs/deploy.md, "Growing"): ``reshard`` writes the state of the last
+committed batch N again, with a one-batch streaming query, in the new
+layout; its files are renamed into the checkpoint as state version N+2
+(``N+2.snapshot`` for the HDFS-backed store, ``N+2.zip`` with its SST files
+for RocksDB), beside the old partitions' files, which stay for time travel;
+then batch N+1 is written to the offset and commit logs as a batch that
+reads nothing, with the new partition count in its confs, which Spark
+applies at the restart (``batch_logs``). A batch the query had planned but
+not run moves to N+2. The file sink's log gets an entry for N+1; a
+``foreach_batch`` sink never sees N+1. sparkwax's restart checks
+(``sparkwax-steps.json``) take the new counts.
+
+Every stage is recorded in a journal (``<checkpoint>/sparkwax-rescale/``,
+one new file per stage, never rewritten) before it runs, so a rescale cut
+short (a kill -9) is finished or undone by the next sparkwax call on the
+checkpoint (``sw.start``, ``state`` commands, another rescale):
+``building`` (nothing in the checkpoint changed yet) and ``placing`` (state
+files moved in, not yet logged: moved back) leave the checkpoint as it was;
+``logging`` (the state is in place) writes the logs again: rescaled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time as wall_clock
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from ....checkpoint_format.logs import parse_commit
+from ....checkpoint_format.files import STEPS_FILE, state_file_name
+from ....errors import CheckpointError, RescaleError
+from ....checkpoint_format.paths import join_path
+from ..snapshots import active_session, newest_log_ms, require_checkpoint
+from ..diagnose import last_commit, operators, read_steps
+from ..storage import is_connect, storage_for
+from . import batch_logs
+from .reshard import StateLayout, state_rows, write_state
+
+FOLDER = "sparkwax-rescale"
+KILL_AT_ENV = "SPARKWAX_RESCALE_KILL_AT"
+_BUCKETS = re.compile(r"buckets=(\d+)")
+_ROCKSDB = "RocksDBStateStoreProvider"
+_CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+
+@dataclass(frozen=True)
+class RescaleResult:
+    """What ``rescale`` did: the rescale ``batch`` id (it reads nothing),
+    ``partitions`` and ``buckets`` as ``(before, after)`` (buckets None for a
+    per-key step)."""
+
+    checkpoint: str
+    batch: int
+    partitions: Tuple[int, int]
+    buckets: Optional[Tuple[int, int]]
+
+    def __str__(self) -> str:
+        text = (f"rescaled {self.checkpoint}: state partitions {self.partitions[0]} -> "
+                f"{self.partitions[1]}")
+        if self.buckets:
+            text += f", buckets {self.buckets[0]} -> {self.buckets[1]}"
+        return (text + f" (batch {self.batch} holds the rescaled state; restart the query "
+                f"with spark.sql.shuffle.partitions={self.partitions[1]})")
+
+
+def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
+            sink: Optional[str] = None, spark: Any = None, idle_seconds: float = 10.0
+            ) -> RescaleResult:
+    """Rescale the stopped query on ``checkpoint`` to ``partitions`` state
+    partitions; a packed step's keys to ``buckets`` buckets (default: 4 x
+    ``partitions`` when the step used the default, else its own count).
+    ``sink``: the file sink's folder (default: the one ``sw.start``
+    recorded). Refuses while a query seems to run on it (a query of this
+    session, or a log written again while it waits until the newest log is
+    ``idle_seconds`` old; 0 turns that wait off). ``spark`` defaults to the active session."""
+    spark = active_session(spark, "rescale")
+    if is_connect(spark):
+        raise RescaleError("rescale needs a classic SparkSession (it moves Spark's state "
+                           "files through the JVM); run `sparkwax state rescale` where a "
+                           "classic session can reach the checkpoint")
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+        raise RescaleError(f"partitions must be a positive int, got {partitions!r}")
+    store = storage_for(spark)
+    require_checkpoint(store, checkpoint)
+    finish_interrupted(spark, checkpoint)
+    _refuse_running(spark, checkpoint, idle_seconds)
+    plan = _plan(spark, store, checkpoint, partitions, buckets, sink)
+    layout = StateLayout.parse(store.read_bytes(_schema_file(checkpoint)) or b"")
+    if layout.packed and (plan["buckets"][1] is None or not plan["key_ddl"]):
+        raise RescaleError(f"{checkpoint}: a packed step's buckets and key columns are not "
+                           f"recorded ({STEPS_FILE}, written by sw.start): cannot move its keys")
+    _record(store, checkpoint, 1, {**plan, "phase": "building"})
+    try:
+        _build_and_place(spark, store, checkpoint, plan, layout)
+    except BaseException:  # a failure (not a kill): undone at once, then raised
+        finish_interrupted(spark, checkpoint)
+        raise
+    _record(store, checkpoint, 3, {**plan, "phase": "logging"})
+    _write_logs(spark, store, checkpoint, plan)
+    store.delete(join_path(checkpoint, FOLDER))
+    return _result(checkpoint, plan)
+
+
+def _build_and_place(spark: Any, store: Any, checkpoint: str, plan: Dict[str, Any],
+                     layout: StateLayout) -> None:
+    """The new state written beside the checkpoint, then moved into it."""
+    work = join_path(join_path(checkpoint, FOLDER), "work")
+    rows = state_rows(spark, checkpoint, layout, plan["committed"], plan["buckets"][1],
+                      plan["key_ddl"])
+    confs = dict(plan["confs"])
+    if _ROCKSDB in confs.get("spark.sql.streaming.stateStore.providerClass", ""):
+        confs[_CHANGELOG_CONF] = "false"  # a snapshot (zip) per partition, not a changelog
+    built = write_state(spark, rows, layout, work, partitions=plan["partitions"][1],
+                        confs=confs)
+    _crash_point("building")
+    moves = _moves(store, built, checkpoint, plan["committed"] + 2)
+    _record(store, checkpoint, 2, {**plan, "phase": "placing", "moves": moves})
+    for source, target in moves:
+        if store.exists(target):  # left by batch N+1 run but never committed: not state
+            store.delete(target)
+        store.rename(source, target)
+        _crash_point("placing")
+
+
+def finish_interrupted(spark: Any, checkpoint: str) -> Optional[str]:
+    """Finish or undo a rescale of ``checkpoint`` that was cut short; what
+    was done (``"rescaled: ..."`` or ``"as it was: ..."``), or None when none
+    was in progress."""
+    store = storage_for(spark)
+    folder = join_path(checkpoint, FOLDER)
+    journal = _newest_record(store, folder)
+    if journal is None:
+        if store.exists(folder):
+            store.delete(folder)  # stopped before its first record: nothing was changed
+        return None
+    if journal["phase"] == "logging":
+        _write_logs(spark, store, checkpoint, journal)
+        store.delete(folder)
+        return f"rescaled: {_result(checkpoint, journal)} (an interrupted rescale, finished)"
+    for source, target in journal.get("moves", []):
+        if store.exists(target) and not store.exists(source):
+            store.rename(target, source)  # back where the unfinished rescale found it
+    store.delete(folder)
+    return (f"as it was: an interrupted rescale of {checkpoint} to "
+            f"{journal['partitions'][1]} partitions was undone (stage {journal['phase']!r}); "
+            "run it again")
+
+
+def _plan(spark: Any, store: Any, checkpoint: str, partitions: int, buckets: Optional[int],
+          sink: Optional[str]) -> Dict[str, Any]:
+    """What the rescale will write, checked before anything is."""
+    committed = last_commit(store, checkpoint)
+    if committed is None:
+        raise RescaleError(f"{checkpoint} has no committed batch: there is no state to "
+                           "rescale (start the query with the partitions you want)")
+    offsets = batch_logs.numbered(store, join_path(checkpoint, "offsets"))
+    if offsets and offsets[-1] > committed + 1:
+        raise CheckpointError(f"{checkpoint}: offsets run to batch {offsets[-1]} but the last "
+                              f"commit is {committed}", checkpoint=checkpoint)
+    found = operators(store, checkpoint)
+    if found != [0]:
+        raise RescaleError(f"{checkpoint} has stateful operators {found}: rescale handles a "
+                           "query with one stateful step (split the query, one checkpoint "
+                           "per step)")
+    last = _text(store, checkpoint, "offsets", committed)
+    planned = store.read_text(join_path(join_path(checkpoint, "offsets"), str(committed + 1)))
+    confs = batch_logs.offsets_confs(last)
+    before = int(confs.get(batch_logs.PARTITIONS_CONF, "0") or 0)
+    steps = (read_steps(store, checkpoint) or {})
+    step = next(iter(steps.get("steps", {}).values()), None) or {}
+    layout_state = str(step.get("state", ""))
+    old_buckets = _BUCKETS.search(layout_state)
+    bucket_pair = None
+    if old_buckets:
+        old = int(old_buckets.group(1))
+        new = buckets if buckets is not None else (4 * partitions if old == 4 * before else old)
+        bucket_pair = (old, new)
+    elif buckets is not None:
+        raise RescaleError(f"{checkpoint} holds a per-key step: it has no buckets to change")
+    if partitions == before and (bucket_pair is None or bucket_pair[0] == bucket_pair[1]):
+        raise RescaleError(f"{checkpoint} already has {partitions} state partitions"
+                           + (f" and {bucket_pair[0]} buckets" if bucket_pair else ""))
+    recorded_sink = (steps.get("sink") or {}).get("path")
+    return {"committed": committed, "partitions": [before, partitions],
+            "buckets": list(bucket_pair) if bucket_pair else [None, None],
+            "key_ddl": step.get("key"), "confs": {k: v for k, v in confs.items()
+                                                  if k != batch_logs.PARTITIONS_CONF},
+            "offsets": last, "planned": planned,
+            "commit": _text(store, checkpoint, "commits", committed),
+            "sink": sink or recorded_sink}
+
+
+def _moves(store: Any, built: str, checkpoint: str, version: int) -> List[Tuple[str, str]]:
+    """(new file, its place in the checkpoint) for every file of the built
+    state: version 1 becomes ``version`` (a delta becomes a snapshot)."""
+    moves = []
+    source_root = join_path(built, "state/0")
+    for partition in store.list(source_root):
+        if not partition.is_dir or not partition.name.isdigit():
+            continue
+        target = join_path(join_path(checkpoint, "state/0"), partition.name)
+        for entry in _files(store, partition.path):
+            relative = entry.path[len(partition.path.rstrip("/")) + 1:]
+            parsed = state_file_name(entry.name)
+            if parsed is not None and "/" not in relative:
+                kind = "snapshot" if parsed[1] == "delta" else parsed[1]
+                relative = f"{version}.{kind}"
+            moves.append((entry.path, join_path(target, relative)))
+    return moves
+
+
+def _files(store: Any, folder: str) -> Iterator[Any]:
+    """The files under ``folder`` (SST subfolders included), not ``_metadata``."""
+    for entry in store.list(folder):
+        if entry.is_dir:
+            yield from _files(store, entry.path)
+        else:
+            yield entry
+
+
+def _write_logs(spark: Any, store: Any, checkpoint: str, plan: Dict[str, Any]) -> None:
+    """The rescale batch in the logs (idempotent: a finished rescale writes
+    the same again)."""
+    batch, partitions = plan["committed"] + 1, plan["partitions"][1]
+    offsets, commits = join_path(checkpoint, "offsets"), join_path(checkpoint, "commits")
+    watermark = parse_commit(plan["commit"])
+    if plan["planned"] is not None:  # the batch the query had planned runs after the rescale
+        store.write_text(join_path(offsets, str(batch + 1)),
+                         batch_logs.with_partitions(plan["planned"], partitions))
+    store.write_text(join_path(offsets, str(batch)),
+                     batch_logs.with_partitions(plan["offsets"], partitions, watermark))
+    _crash_point("logging")
+    _operator_metadata(store, checkpoint, partitions)
+    _steps_file(store, checkpoint, partitions, plan["buckets"][1])
+    if plan.get("sink"):
+        interval = int(spark.conf.get(batch_logs.COMPACT_CONF, "10") or 10)
+        batch_logs.sink_entry(store, plan["sink"], batch, interval)
+    store.write_text(join_path(commits, str(batch)), plan["commit"])
+
+
+def _operator_metadata(store: Any, checkpoint: str, partitions: int) -> None:
+    path = join_path(checkpoint, "state/0/_metadata/metadata")
+    text = store.read_text(path)
+    if text is None:
+        return
+    updated = re.sub(r'"numPartitions":\d+', f'"numPartitions":{partitions}', text)
+    if updated != text:
+        store.write_text(path, updated)
+
+
+def _steps_file(store: Any, checkpoint: str, partitions: int, buckets: Optional[int]) -> None:
+    steps = read_steps(store, checkpoint)
+    if steps is None:
+        return
+    steps.setdefault("confs", {})[batch_logs.PARTITIONS_CONF] = str(partitions)
+    for step in steps.get("steps", {}).values():
+        if buckets is not None and "state" in step:
+            step["state"] = _BUCKETS.sub(f"buckets={buckets}", step["state"])
+    store.write_text(join_path(checkpoint, STEPS_FILE), json.dumps(steps, indent=2,
+                                                                   sort_keys=True))
+
+
+def _crash_point(stage: str) -> None:
+    """``$SPARKWAX_RESCALE_KILL_AT=<stage>``: this process kills itself with
+    SIGKILL there (tests/spark/test_rescale.py proves each stage recovers)."""
+    if os.environ.get(KILL_AT_ENV) == stage:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _refuse_running(spark: Any, checkpoint: str, idle_seconds: float) -> None:
+    for query in spark.streams.active:
+        try:
+            root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
+        except Exception:
+            continue
+        if root.rstrip("/").endswith(checkpoint.rstrip("/").split(":", 1)[-1]):
+            raise RescaleError(f"{checkpoint} is in use by query {query.name or query.id} of "
+                               "this session: stop it first (Spark rescales only a stopped "
+                               "query's state)")
+    if idle_seconds <= 0:
+        return
+    store = storage_for(spark)
+    newest = newest_log_ms(store, checkpoint)
+    wait = idle_seconds - (wall_clock.time() - newest / 1000)
+    if newest and wait > 0:  # just stopped, or running: a running query writes again
+        wall_clock.sleep(wait)
+        if newest_log_ms(store, checkpoint) != newest:
+            raise RescaleError(f"{checkpoint} is in use: a query wrote its logs in the last "
+                               f"{idle_seconds:.0f} s; stop it first (Spark rescales only a "
+                               "stopped query's state)")
+
+
+def _record(store: Any, checkpoint: str, number: int, record: Dict[str, Any]) -> None:
+    store.write_text(join_path(join_path(checkpoint, FOLDER), f"journal-{number}.json"),
+                     json.dumps(record))
+
+
+def _newest_record(store: Any, folder: str) -> Optional[Dict[str, Any]]:
+    for entry in sorted(store.list(folder), key=lambda e: e.name, reverse=True):
+        if entry.name.startswith("journal-") and entry.name.endswith(".json"):
+            try:
+                record: Dict[str, Any] = json.loads(store.read_text(entry.path) or "")
+                return record
+            except ValueError:
+                continue  # cut short while written: the stage before it holds
+    return None
+
+
+def _text(store: Any, checkpoint: str, log: str, batch: int) -> str:
+    path = join_path(join_path(checkpoint, log), str(batch))
+    text: Optional[str] = store.read_text(path)
+    if text is None:
+        raise CheckpointError(f"{checkpoint}: {log}/{batch} is missing", checkpoint=checkpoint,
+                              path=path)
+    return text
+
+
+def _schema_file(checkpoint: str) -> str:
+    return join_path(checkpoint, "state/0/0/_metadata/schema")
+
+
+def _result(checkpoint: str, plan: Dict[str, Any]) -> RescaleResult:
+    buckets = plan["buckets"]
+    return RescaleResult(checkpoint, plan["committed"] + 1, tuple(plan["partitions"]),
+                         tuple(buckets) if buckets[0] is not None else None)
+
+
+__all__ = ["FOLDER", "KILL_AT_ENV", "RescaleResult", "finish_interrupted", "rescale"]

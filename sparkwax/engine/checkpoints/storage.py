@@ -1,0 +1,260 @@
+"""Files next to a checkpoint, read and written through Spark's own file systems.
+
+Checkpoints live where Spark writes them: ``hdfs://``, ``s3a://``,
+``abfss://``, ``gs://``, ``dbfs:/``, ``viewfs://`` or a plain path (which
+Spark resolves against the cluster's default file system, ``fs.defaultFS``,
+not necessarily the local disk). sparkwax never opens those paths with
+Python's ``os``: every read, listing, write and delete goes through
+``storage_for(spark)``:
+
+- a classic session (a JVM in this process): Hadoop's ``FileSystem`` with the
+  session's Hadoop configuration (``spark.hadoop.*`` settings included), the
+  same one Spark's checkpoint code uses;
+- a Spark Connect session (no JVM here): Spark itself, through DataFrame
+  reads (``binaryFile``) and writes. A written file is then a folder of the
+  same name with one ``part-*`` file (Spark's output form) and a delete is an
+  overwrite that leaves a one-line marker, since Connect has no file API.
+  Readers accept both forms.
+
+>>> store = storage_for(spark)                                   # doctest: +SKIP
+>>> store.write_text("viewfs://cluster/data/ck/notes.json", "{}")  # doctest: +SKIP
+>>> store.read_text("viewfs://cluster/data/ck/notes.json")       # doctest: +SKIP
+'{}'
+>>> missing_filesystem_hint("s3a")
+'the hadoop-aws jar (and its AWS SDK bundle) matching Spark\\'s Hadoop version, e.g. --packages org.apache.hadoop:hadoop-aws:<hadoop version>'
+"""
+
+from __future__ import annotations
+
+import re
+import time as wall_clock
+from dataclasses import dataclass
+from typing import Any, List, Optional, Tuple
+
+from ...errors import ConfigError
+from ...checkpoint_format.paths import join_path, scheme_of
+
+CLEARED_MARKER = "cleared by sparkwax"
+
+_HINTS = {
+    ("s3", "s3a", "s3n"): "the hadoop-aws jar (and its AWS SDK bundle) matching Spark's "
+                          "Hadoop version, e.g. --packages org.apache.hadoop:hadoop-aws:"
+                          "<hadoop version>",
+    ("abfs", "abfss", "wasb", "wasbs"): "the hadoop-azure jar matching Spark's Hadoop "
+                                        "version, e.g. --packages org.apache.hadoop:"
+                                        "hadoop-azure:<hadoop version>",
+    ("gs",): "the Cloud Storage connector, e.g. --packages "
+             "com.google.cloud.bigdataoss:gcs-connector:<version>",
+    ("dbfs",): "a Databricks runtime (dbfs:/ exists only on Databricks clusters)",
+}
+_MISSING = re.compile(r"No FileSystem for scheme\W+(\w+)|ClassNotFoundException:\s*Class "
+                      r"(\S+FileSystem) not found")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file (or folder) of a listing."""
+
+    name: str
+    path: str
+    modified_ms: int
+    is_dir: bool
+    size: int = -1  # bytes (-1 for a folder)
+
+
+def missing_filesystem_hint(scheme: str) -> str:
+    """What a Spark without a file system for ``scheme`` lacks."""
+    for schemes, hint in _HINTS.items():
+        if scheme.lower() in schemes:
+            return hint
+    return (f"a Hadoop FileSystem implementation for {scheme!r} on Spark's classpath "
+            f"(--jars/--packages) and its fs.{scheme}.impl setting")
+
+
+def filesystem_error(path: str, error: BaseException) -> Optional[ConfigError]:
+    """A ConfigError naming the scheme when ``error`` says Spark has no file
+    system for ``path``'s scheme, else None."""
+    text = str(error)
+    if not _MISSING.search(text) and "UnsupportedFileSystemException" not in text:
+        return None
+    scheme = scheme_of(path) or "(default)"
+    return ConfigError(f"Spark has no file system for scheme {scheme!r} (path {path!r}): "
+                       f"add {missing_filesystem_hint(scheme)}")
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def storage_for(spark: Any) -> "HadoopStorage | SparkStorage":
+    """The storage for ``spark``: Hadoop's FileSystem on a classic session,
+    Spark reads and writes on a Connect session."""
+    return SparkStorage(spark) if is_connect(spark) else HadoopStorage(spark)
+
+
+class HadoopStorage:
+    """Hadoop ``FileSystem`` calls through the session's JVM."""
+
+    def __init__(self, spark: Any):
+        self._spark = spark
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+        self._path_class: Any = None  # Hadoop's Path: looked up once (each lookup is ~5 py4j calls)
+
+    def _path(self, *parts: Any) -> Any:
+        if self._path_class is None:
+            self._path_class = self._jvm.org.apache.hadoop.fs.Path
+        return self._path_class(*parts)
+
+    def _fs(self, path: str) -> Tuple[Any, Any]:
+        hadoop_path = self._path(path)
+        try:
+            return hadoop_path.getFileSystem(self._conf), hadoop_path
+        except Exception as error:
+            raise filesystem_error(path, error) or ConfigError(
+                f"cannot open {path!r} through Spark's file system: {error}") from error
+
+    def exists(self, path: str) -> bool:
+        fs, hadoop_path = self._fs(path)
+        return bool(fs.exists(hadoop_path))
+
+    def list(self, path: str) -> List[FileEntry]:
+        """The visible entries of folder ``path`` (none if it does not exist)."""
+        fs, hadoop_path = self._fs(path)
+        if not fs.exists(hadoop_path):
+            return []
+        found = []
+        for status in fs.listStatus(hadoop_path):
+            name = status.getPath().getName()
+            if not name.startswith((".", "_")):
+                directory = bool(status.isDirectory())
+                found.append(FileEntry(name, status.getPath().toString(),
+                                       int(status.getModificationTime()), directory,
+                                       -1 if directory else int(status.getLen())))
+        return sorted(found, key=lambda entry: entry.name)
+
+    def read_bytes(self, path: str) -> Optional[bytes]:
+        """The file's bytes (a Spark output folder: its part files joined), or None."""
+        fs, hadoop_path = self._fs(path)
+        if not fs.exists(hadoop_path):
+            return None
+        if fs.getFileStatus(hadoop_path).isDirectory():
+            parts = [e.path for e in self.list(path) if e.name.startswith("part-")]
+            return b"".join(self._read_file(fs, self._path(p))
+                            for p in parts)
+        return self._read_file(fs, hadoop_path)
+
+    def _read_file(self, fs: Any, hadoop_path: Any) -> bytes:
+        stream = fs.open(hadoop_path)
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def read_text(self, path: str) -> Optional[str]:
+        data = self.read_bytes(path)
+        return None if data is None else data.decode("utf-8")
+
+    def write_text(self, path: str, text: str) -> None:
+        """Write one file (replacing it): to a hidden temporary file, then renamed."""
+        fs, hadoop_path = self._fs(path)
+        staging = self._path(
+            hadoop_path.getParent(), f".{hadoop_path.getName()}.{int(wall_clock.time() * 1e6)}.tmp")
+        stream = fs.create(staging, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        if fs.exists(hadoop_path):
+            fs.delete(hadoop_path, True)
+        if not fs.rename(staging, hadoop_path):
+            raise ConfigError(f"cannot write {path!r}: renaming {staging.toString()} failed")
+
+    def delete(self, path: str) -> None:
+        fs, hadoop_path = self._fs(path)
+        fs.delete(hadoop_path, True)
+
+    def rename(self, source: str, target: str) -> None:
+        """Move a file within one file system (its folder is made first); a
+        ConfigError if the file system refuses (e.g. ``target`` exists)."""
+        fs, source_path = self._fs(source)
+        _, target_path = self._fs(target)
+        fs.mkdirs(target_path.getParent())
+        if not fs.rename(source_path, target_path):
+            raise ConfigError(f"cannot move {source!r} to {target!r} (does the target exist?)")
+
+
+class SparkStorage:
+    """The same operations through Spark reads and writes (for Spark Connect)."""
+
+    def __init__(self, spark: Any):
+        self._spark = spark
+
+    def _rows(self, path: str, content: bool = False) -> Optional[List[Any]]:
+        """Rows of the files at ``path``, or None when it does not exist."""
+        from pyspark.errors import AnalysisException
+        from pyspark.sql import functions as F
+
+        try:
+            frame = self._spark.read.format("binaryFile").load(path)
+            columns = [F.col("path"), F.unix_millis("modificationTime").alias("modified"),
+                       F.col("length")]
+            rows: List[Any] = frame.select(*columns, *(["content"] if content else [])).collect()
+            return rows
+        except AnalysisException as error:
+            if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
+                return None
+            raise filesystem_error(path, error) or error
+        except Exception as error:
+            raise filesystem_error(path, error) or error
+
+    def exists(self, path: str) -> bool:
+        return self._rows(path) is not None
+
+    def list(self, path: str) -> List[FileEntry]:
+        """The visible files of folder ``path`` (Spark lists files, not folders)."""
+        rows = self._rows(path) or []
+        found = [FileEntry(row["path"].rstrip("/").rsplit("/", 1)[-1], row["path"],
+                           int(row["modified"]), False, int(row["length"])) for row in rows]
+        return sorted(found, key=lambda entry: entry.name)
+
+    def read_bytes(self, path: str) -> Optional[bytes]:
+        rows = self._rows(path, content=True)
+        if rows is None:
+            return None
+        if len(rows) == 1 and _same_path(rows[0]["path"], path):
+            return bytes(rows[0]["content"])
+        parts = sorted((r for r in rows if r["path"].rsplit("/", 1)[-1].startswith("part-")),
+                       key=lambda r: r["path"])
+        return b"".join(bytes(r["content"]) for r in parts)
+
+    def read_text(self, path: str) -> Optional[str]:
+        data = self.read_bytes(path)
+        return None if data is None else data.decode("utf-8")
+
+    def write_text(self, path: str, text: str) -> None:
+        """Write ``text`` as Spark's output folder ``path`` with one part file."""
+        frame = self._spark.createDataFrame([(text.rstrip("\n"),)], "value string")
+        try:
+            frame.coalesce(1).write.mode("overwrite").text(path)
+        except Exception as error:
+            raise filesystem_error(path, error) or error
+
+    def rename(self, source: str, target: str) -> None:
+        raise ConfigError(f"cannot move {source!r} over Spark Connect (it has no file API): "
+                          "use a classic session")
+
+    def delete(self, path: str) -> None:
+        """Replace ``path`` by a folder holding one marker line (Connect has no delete)."""
+        moment = wall_clock.strftime("%Y-%m-%dT%H:%M:%SZ", wall_clock.gmtime())
+        self.write_text(path, f"{CLEARED_MARKER} at {moment}")
+
+
+def _same_path(found: str, asked: str) -> bool:
+    """Spark qualifies paths (``/x`` -> ``file:/x``): compare their ends."""
+    return found.rstrip("/").endswith(asked.rstrip("/").split(":", 1)[-1].lstrip("/"))
+
+
+__all__ = ["CLEARED_MARKER", "FileEntry", "HadoopStorage", "SparkStorage", "filesystem_error",
+           "is_connect", "join_path", "missing_filesystem_hint", "scheme_of", "storage_for"]

@@ -1,0 +1,394 @@
+"""``stateful(df, ...)``: attach a logic to a DataFrame.
+
+Streaming DataFrames run through ``groupBy(key).applyInPandasWithState``;
+bounded ones through ``groupBy(key).applyInPandas`` (docs/semantics.md,
+"Bounded (batch) input"; its "Architecture" places the engine). Every
+timestamp value column travels as epoch microseconds so values reach the
+logic as aware UTC datetimes whatever the session time zone.
+"""
+
+from __future__ import annotations
+
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple, Union, cast)
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..._driver import Driver
+from ...errors import ConfigError
+from ...logic import Builder
+from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX
+from ...step import HOSTS, Host, SchemaSpec, Step, as_step
+from ...timers import EventTime, TimeMode
+from ..hosts.columns import INTEGER, NESTED, NULL_MICROS, OTHER, TIMESTAMP, InputLayout
+from ..hosts.host import NO_TIMEOUT, BoundedHost, StreamingHost
+from ..hosts.outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
+from ..hosts.packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
+from ..hosts.prepack import PAYLOAD, pack_rows
+from .schemas import parse_schema
+from ..deploy.session import max_snapshot_bytes, packed_unpacker
+from ..deploy.shipping import ship_function
+from ..hosts import two_clocks as two_clock_hosts
+from ..queries.start import STEP_METADATA
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HostFunction = Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
+"""What runs a step's groups: bounded or streaming, per key or packed."""
+
+STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
+                             T.StructField("timer", T.LongType(), True)])
+TWO_CLOCK_STATE_SCHEMA = T.StructType([*STATE_SCHEMA.fields,
+                                       T.StructField("deadline", T.LongType(), True)])
+"""A per-key step with both timer kinds: the processing deadline beside the timer."""
+_EVENT_US = "__sw_event_us"
+_INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False),
+                                    T.StructField("buckets", T.LongType(), False)])
+
+
+def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Union[Builder, Step],
+             output_schema: Optional[SchemaSpec] = None, time: Optional[TimeMode] = None,
+             order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
+             step_id: Optional[str] = None, host: Host = "per_key",
+             buckets: Optional[int] = None, ttl: Any = None,
+             max_state_bytes: Optional[int] = None) -> DataFrame:
+    """Run ``builder``'s StatefulLogic per key of ``df``.
+
+    ``builder`` may be a ``sparkwax.Step`` (the one a test ran offline with
+    ``run(step, ...)``): it carries the step options, so give only ``key``,
+    ``host`` and ``buckets``.
+    Output rows are the key columns followed by ``output_schema``. See the
+    user guide for time modes, ordering and schemas. ``host="packed"`` runs
+    many keys per Spark group (``buckets`` of them, default 4 x shuffle
+    partitions) with the same semantics; see docs/performance.md. ``ttl``
+    (a duration or ``sparkwax.operators.Ttl``) expires idle keys and
+    ``max_state_bytes`` caps a key's stored state; see docs/operators.md.
+    """
+    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+                   ttl=ttl, max_state_bytes=max_state_bytes, output_schema=output_schema)
+    return plan_step(df, step, key, host=host, buckets=buckets)
+
+
+def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
+                   builder: Union[Builder, Step], output_schema: Optional[SchemaSpec] = None,
+                   time: Optional[TimeMode] = None,
+                   order_by: Union[None, str, Sequence[str]] = None,
+                   value: Optional[str] = None, step_id: Optional[str] = None,
+                   host: Host = "per_key", buckets: Optional[int] = None,
+                   max_state_bytes: Optional[int] = None) -> DataFrame:
+    """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per
+    activation); a Step given as ``builder`` must have ``batch=True``."""
+    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
+                   batch=True, max_state_bytes=max_state_bytes, output_schema=output_schema)
+    return plan_step(df, step, key, host=host, buckets=buckets)
+
+
+def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
+              host: Host = "per_key", buckets: Optional[int] = None) -> DataFrame:
+    """``step`` over ``df`` grouped by ``key``, on ``host`` (every Spark entry
+    point ends here): the DataFrame checks, then the host's plan."""
+    step_id, time, order_by, value = step.step_id, step.time, step.order_by, step.value
+    keys = [key] if isinstance(key, str) else list(key)
+    if host not in HOSTS:
+        raise ConfigError(f"step {step_id!r}: host must be one of {HOSTS}, got {host!r}")
+    state_format = " ttl" if step.ttl is not None else ""  # ttl= wraps every snapshot
+    if host == "packed":
+        buckets = _bucket_count(df, buckets, step_id)
+    schema = parse_schema(df, step.output_schema, step_id)
+    fields = {f.name: f for f in df.schema.fields}
+    _require_columns(step_id, "key", keys, fields)
+    if not keys:
+        raise ConfigError(f"step {step_id!r}: key must name at least one column")
+    event = isinstance(time, EventTime)
+    if isinstance(time, EventTime) and not isinstance(time.column, str):
+        raise ConfigError(f"step {step_id!r}: on Spark, EventTime needs the event-time "
+                          f"column's name, got {time.column!r} (a callable works offline "
+                          f"only)")
+    if isinstance(time, EventTime):
+        _require_columns(step_id, "EventTime column", [time.column], fields)
+        if not isinstance(fields[time.column].dataType, T.TimestampType):
+            raise ConfigError(f"step {step_id!r}: EventTime column {time.column!r} must be a "
+                              f"timestamp, it is {fields[time.column].dataType.simpleString()}")
+    if callable(order_by):
+        raise ConfigError(f"step {step_id!r}: on Spark, order_by must name columns, got "
+                          f"{order_by!r} (a callable works offline only)")
+    order = list(order_by)
+    _require_columns(step_id, "order_by", order, fields)
+    value_names = [n for n in df.columns if n not in keys]
+    if value is not None:
+        _require_columns(step_id, "value", [value], fields)
+        value_names = [value]
+    if not value_names:
+        raise ConfigError(f"step {step_id!r}: no value columns left besides the key {keys}")
+
+    if df.isStreaming:
+        step = step.knowing_deadlines()  # both timer kinds: another timeout and host
+    two_clocks = bool(step.two_clocks) and df.isStreaming
+    driver = Driver(step)
+    spark = df.sparkSession
+    projected = _project(df, keys, value_names, order, fields, time)
+    event_source = {time.column: _EVENT_US} if isinstance(time, EventTime) else {}
+    layout = InputLayout(
+        names=tuple(value_names),
+        sources=tuple(event_source.get(n, n) for n in value_names),
+        kinds=tuple(_kind(fields[n]) for n in value_names),
+        scalar=value is not None,
+        order_by=tuple(event_source.get(n, n) for n in order),
+        event_column=_EVENT_US if event else None,
+    )
+    outputs = OutputBuilder(keys, schema, step_id, metrics=df.isStreaming)
+    out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
+    grouped_on = [F.col(f"`{k}`") for k in keys]
+    single = len(keys) == 1
+    if not df.isStreaming and isinstance(time, EventTime) and time.column not in keys:
+        # the host reads the µs copy; as a timestamp, pyspark would convert it
+        # through pandas' nanoseconds, which end in 2262
+        projected = projected.drop(time.column)
+    if df.isStreaming and isinstance(time, EventTime) and step.sides is None:
+        # (a connected step put one on each input already)
+        projected = projected.withWatermark(time.column, time.spark_delay)
+    blanked: Optional[str] = None
+    unblanked = projected
+    if df.isStreaming and isinstance(time, EventTime) and time.column not in keys:
+        blanked = time.column
+        projected = _never_late(projected, time)
+    timeout = time.spark_timeout if step.uses_timers() else NO_TIMEOUT
+    if two_clocks:
+        timeout = two_clock_hosts.TIMEOUT
+        state_format += " two-clock"
+    function: HostFunction
+    if host == "packed":
+        assert buckets is not None  # _bucket_count set it above
+        bucket = F.pmod(F.xxhash64(*grouped_on), F.lit(buckets)).alias(BUCKET_COLUMN)
+        if not df.isStreaming:
+            function = PackedBoundedHost(driver, layout, outputs, keys)
+            return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
+                _as_function(function, spark), schema=out_schema)
+        packed = two_clock_hosts.TwoClockPackedHost if two_clocks else PackedHost
+        unpack = packed_unpacker(spark)
+        function = packed(driver, layout, outputs, timeout, keys, buckets,
+                          max_snapshot_bytes(spark), unpack)
+        if unpack is not None:
+            grouped = _prepacked(unblanked, bucket, buckets, time, keys, spark) \
+                .groupBy(BUCKET_COLUMN)
+        else:
+            grouped = _input_counted(projected, step_id, timeout, blanked) \
+                .select("*", bucket).groupBy(BUCKET_COLUMN)
+        return _streaming_step(grouped, _as_function(function, spark), out_schema,
+                               PACKED_STATE_SCHEMA, timeout, step_id, _step_description(
+                                   step_id, keys, fields, schema, time, timeout,
+                                   f"packed/1 buckets={buckets}{state_format}"))
+    if not df.isStreaming:
+        function = BoundedHost(driver, layout, outputs, single)
+        return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
+                                                            schema=out_schema)
+    per_key = two_clock_hosts.TwoClockHost if two_clocks else StreamingHost
+    function = per_key(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
+    grouped = _input_counted(projected, step_id, timeout, blanked).groupBy(*grouped_on)
+    return _streaming_step(grouped, _as_function(function, spark), out_schema,
+                           TWO_CLOCK_STATE_SCHEMA if two_clocks else STATE_SCHEMA,
+                           timeout, step_id, _step_description(
+                               step_id, keys, fields, schema, time, timeout,
+                               f"per_key/1{state_format}"))
+
+
+def _streaming_step(grouped: Any, function: Any, out_schema: T.StructType, state_schema: Any,
+                    timeout: str,
+                    step_id: str, description: Dict[str, Any]) -> DataFrame:
+    """``applyInPandasWithState`` of a host (per key or packed): its output
+    carries the metrics column, which ``_observed`` turns into Spark's
+    progress, and the step's description in the metadata of its other
+    columns (``described``: no plan node of its own)."""
+    with_metrics = T.StructType(described(out_schema, description).fields
+                                + [T.StructField(METRICS_COLUMN, metrics_type())])
+    result: DataFrame = grouped.applyInPandasWithState(
+        function, outputStructType=with_metrics, stateStructType=state_schema,
+        outputMode="append", timeoutConf=timeout)
+    return _observed(result, step_id)
+
+
+def _input_counted(projected: DataFrame, step_id: str, timeout: str,
+                   blanked: Optional[str]) -> DataFrame:
+    """Count the rows entering the step if Spark may drop some before the
+    host sees them (see ``metrics.steps_in``): under ``EventTimeTimeout`` it
+    drops the rows behind its watermark on an input column that carries one,
+    but not on the ``blanked`` column (``_never_late``), so that leaves an
+    event-time key column. Otherwise nothing is counted: one observed
+    aggregate less per micro-batch, and no row-by-row operator before the
+    shuffle."""
+    if timeout != EventTime.spark_timeout or not any(
+            _WATERMARK in field.metadata and field.name != blanked
+            for field in projected.schema.fields):
+        return projected
+    return projected.observe(PREFIX + step_id + INPUT_SUFFIX, F.count(F.lit(1)).alias("rows"))
+
+
+_WATERMARK = "spark.watermarkDelayMs"  # column metadata of withWatermark's event time
+
+
+def _never_late(projected: DataFrame, time: EventTime) -> DataFrame:
+    """The watermarked event-time column as nulls that keep its watermark
+    (``EventTimeTimeout`` needs a watermarked input column). Spark's late
+    filter drops no null, so every late row reaches the host, where the
+    driver drops and counts it, as offline (the host reads the µs copy)."""
+    blank = _blank_event_time(time)
+    return projected.select(*[blank if name == time.column else F.col(f"`{name}`")
+                              for name in projected.columns])
+
+
+def _prepacked(projected: DataFrame, bucket: Any, buckets: int, time: Optional[TimeMode],
+               keys: Sequence[str], spark: Any) -> DataFrame:
+    """The packed step's rows as ``(bucket, payload)`` rows, packed per
+    bucket before the shuffle (``prepack.pack_rows``). An event-time step
+    keeps a null event-time column that carries the watermark
+    (``EventTimeTimeout`` needs one, see ``_never_late``): no late row is
+    dropped before the host, whose driver drops and counts them all, so
+    nothing needs counting on the way in (``_input_counted``). The
+    timestamp column itself stays out of the payload unless it is a key
+    (the host reads the µs copy)."""
+    event = isinstance(time, EventTime)
+    names = [n for n in projected.columns
+             if not (event and n == time.column and n not in keys)]  # type: ignore[union-attr]
+    rows = projected.select(*[F.col(f"`{n}`") for n in names], bucket)
+    # the bucket column as the row-by-row plan has it: the state's key schema
+    packed = rows.mapInArrow(ship_function(spark, pack_rows(BUCKET_COLUMN, buckets)),
+                             T.StructType([rows.schema[BUCKET_COLUMN],
+                                           T.StructField(PAYLOAD, T.BinaryType(), False)]))
+    if isinstance(time, EventTime):
+        packed = packed.select("*", _blank_event_time(time))
+    return packed
+
+
+def _blank_event_time(time: EventTime) -> Column:
+    """A null event-time column that keeps the step's watermark."""
+    return F.lit(None).cast(T.TimestampType()).alias(time.column,
+                                                      metadata={_WATERMARK: time.delay_ms})
+
+
+def _observed(result: DataFrame, step_id: str) -> DataFrame:
+    """The step's counts into Spark's progress (``observedMetrics``, once per
+    micro-batch), then the counts-only rows and the column out of the output."""
+    counts = F.col(METRICS_COLUMN)
+    observed = result.observe(PREFIX + step_id, *[
+        F.coalesce(F.sum(counts[index]), F.lit(0)).alias(name)
+        for index, name in enumerate(FIELDS)])
+    only_counts = F.coalesce(counts[len(FIELDS)], F.lit(0)) == F.lit(ONLY_METRICS)
+    return observed.where(~only_counts).drop(METRICS_COLUMN)
+
+
+def _bucket_count(df: Any, buckets: Optional[int], step_id: str) -> int:
+    """Default: 4 x shuffle partitions (frozen into the checkpoint, like them)."""
+    if buckets is None:
+        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        return 4 * partitions
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 1:
+        raise ConfigError(f"step {step_id!r}: buckets must be a positive int, got {buckets!r}")
+    return buckets
+
+
+def _step_description(step_id: str, keys: Sequence[str], fields: Mapping[str, T.StructField],
+                      schema: T.StructType, time: TimeMode, timeout: str,
+                      state: str) -> Dict[str, Any]:
+    """What a checkpoint must keep stable for this step (see start.py)."""
+    return {
+        "step_id": step_id,
+        "key": ", ".join(f"{k} {fields[k].dataType.simpleString()}" for k in keys),
+        "output": ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields),
+        "time": time.kind,
+        "event_time": f"{time.column} - {time.delay_ms} ms" if isinstance(time, EventTime)
+        else None,
+        "timers": timeout != NO_TIMEOUT,
+        "state": state,
+        **({"deadlines": True} if "two-clock" in state else {}),
+    }
+
+
+def described(schema: T.StructType, description: Dict[str, Any]) -> T.StructType:
+    """``schema`` with the step's description as every field's metadata
+    (``start.step_descriptions`` reads it back): given to
+    ``applyInPandasWithState`` as its output type, the step's output
+    attributes carry it with no projection of their own (one plan node
+    fewer per micro-batch; see docs/performance.md, "Small micro-batches").
+
+    >>> field = described(T.StructType([T.StructField("n", T.LongType())]), {"step_id": "s"})[0]
+    >>> field.name, field.metadata
+    ('n', {'sparkwax.step': {'step_id': 's'}})
+    """
+    metadata = {STEP_METADATA: description}
+    return T.StructType([T.StructField(f.name, f.dataType, f.nullable, metadata)
+                         for f in schema.fields])
+
+
+def _as_function(host: HostFunction, spark: Any) -> Callable[..., Any]:
+    """PySpark inspects the function's signature: hand it a plain function,
+    with sparkwax shipped to ``spark``'s workers."""
+    if isinstance(host, (BoundedHost, PackedBoundedHost)):
+        def run_bounded_group(key: Tuple[Any, ...], frame: pd.DataFrame) -> pd.DataFrame:
+            return host(key, frame)
+        return ship_function(spark, run_bounded_group)
+
+    def run_streaming_group(key: Tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
+                            ) -> Iterator[pd.DataFrame]:
+        out: Iterator[pd.DataFrame] = host(key, frames, state)
+        return out
+    return ship_function(spark, run_streaming_group)
+
+
+def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
+             order: Sequence[str], fields: Mapping[str, T.StructField],
+             time: Optional[TimeMode]) -> DataFrame:
+    """Key, value and order columns; timestamps as epoch µs, nulls as
+    ``NULL_MICROS`` so the column stays int64 (event column kept as a
+    timestamp for the watermark, plus its µs copy)."""
+    wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
+    event = isinstance(time, EventTime)
+    event_column = cast(EventTime, time).column if event else ""
+    columns = []
+    for name in wanted:
+        column = F.col(f"`{name}`")
+        if name not in keys and isinstance(fields[name].dataType, T.TimestampType) and not (
+                event and name == event_column):
+            column = F.coalesce(F.unix_micros(column), F.lit(NULL_MICROS)).alias(name)
+        columns.append(column)
+    if event:
+        if event_column not in wanted:
+            columns.append(F.col(f"`{event_column}`"))
+        columns.append(F.coalesce(F.unix_micros(F.col(f"`{event_column}`")),
+                                  F.lit(NULL_MICROS)).alias(_EVENT_US))
+    return df.select(*columns)
+
+
+def _kind(field: T.StructField) -> str:
+    if isinstance(field.dataType, _INTEGERS):
+        return INTEGER
+    if isinstance(field.dataType, T.TimestampType):
+        return TIMESTAMP
+    if _holds_array(field.dataType):
+        return NESTED
+    return OTHER
+
+
+def _holds_array(data_type: T.DataType) -> bool:
+    """Whether ``data_type`` is or holds an array (see ``columns.NESTED``)."""
+    if isinstance(data_type, T.ArrayType):
+        return True
+    if isinstance(data_type, T.StructType):
+        return any(_holds_array(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, T.MapType):
+        return _holds_array(data_type.keyType) or _holds_array(data_type.valueType)
+    return False
+
+
+def _require_columns(step_id: str, role: str, names: Sequence[str],
+                     fields: Mapping[str, T.StructField]) -> None:
+    missing = [n for n in names if n not in fields]
+    if missing:
+        raise ConfigError(f"step {step_id!r}: {role} names missing column(s) {missing}; "
+                          f"the DataFrame has {list(fields)}")
+

@@ -1,0 +1,4 @@
+"""Running queries: the checked ``start`` and the ``Query`` it returns,
+progress lines and signals (``progress``, ``listening``), quiet stops
+(``stopping``), runs that end (``catch_up``).
+"""

@@ -1,0 +1,213 @@
+"""``start``: start a streaming query with the checks a checkpoint needs.
+
+Spark checks the key and state schemas of a restarted query, but not a step's
+output schema, its time mode, or a changed number of shuffle partitions (it
+silently keeps the checkpoint's). ``stateful`` records each step's
+description in the metadata of its output columns; ``start`` writes those
+descriptions next to the checkpoint (``<checkpoint>/sparkwax-steps.json``,
+written through Spark's file system, so any checkpoint URI works) and refuses
+a restart whose steps differ, saying what changed.
+
+>>> query = sw.start(sessions, checkpoint="/data/ck", path="/data/out")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+
+from ...checkpoint_format.files import STEPS_FILE
+from ...errors import ConfigError
+from .catch_up import ONCE_CONF, asks_every_batch, bounded, stop_when_caught_up
+from ..checkpoints.diagnose import check_logs, read_steps
+from .progress import follow, stop_on_signals
+from .query import Query
+from ..checkpoints.replay import keep_batch_plan
+from ..deploy.session import STATE_STORES
+from ..checkpoints.state.rescale import finish_interrupted
+from ..checkpoints.storage import is_connect, join_path, storage_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_LOG = logging.getLogger("sparkwax")
+
+STEP_METADATA = "sparkwax.step"
+STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+_FROZEN_CONFS = ("spark.sql.shuffle.partitions", STORE_CONF)
+
+
+def step_descriptions(frame: DataFrame) -> List[Dict[str, Any]]:
+    """The sparkwax step descriptions carried by ``frame``'s columns."""
+    found: Dict[str, Dict[str, Any]] = {}
+    for field in frame.schema.fields:
+        step = (field.metadata or {}).get(STEP_METADATA)
+        if step:
+            found[step["step_id"]] = step
+    return [found[name] for name in sorted(found)]
+
+
+def check_checkpoint(store: Any, checkpoint: str, steps: List[Dict[str, Any]],
+                     confs: Dict[str, Optional[str]],
+                     sink: Optional[Dict[str, str]] = None) -> None:
+    """Compare with what the checkpoint was started with; record it the first
+    time. ``store`` is the session's storage (``storage_for(spark)``). A
+    damaged steps file, offset or commit log is a ``CheckpointError`` naming
+    the file (the steps file is never overwritten). ``sink`` (its format and
+    path, which may change between runs) is recorded for ``rescale``, which
+    writes the file sink's log entry of its batch."""
+    path = join_path(checkpoint, STEPS_FILE)
+    current: Dict[str, Any] = {"steps": {s["step_id"]: s for s in steps}, "confs": confs}
+    if sink:
+        current["sink"] = sink
+    saved = read_steps(store, checkpoint)
+    check_logs(store, checkpoint, sorted(s["step_id"] for s in steps))
+    if saved is None:
+        store.write_text(path, json.dumps(current, indent=2, sort_keys=True))
+        return
+    changes = describe_changes(saved, current)
+    if changes:
+        raise ConfigError(
+            f"checkpoint {checkpoint} was written by a different query:\n  - "
+            + "\n  - ".join(changes)
+            + "\nRestore the old settings, or start over with a new checkpoint "
+              "(`sparkwax state clear` removes this one).")
+    if saved != current:  # only allowed changes (a watermark delay): record the new run
+        store.write_text(path, json.dumps(current, indent=2, sort_keys=True))
+
+
+def describe_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> List[str]:
+    """The changes between two step records that a restart cannot take (see
+    docs/guide.md, "Restarting with changes"): a step added or removed, its
+    key, output, time mode, event-time column, timers or state layout, the
+    shuffle partitions or the state store. A changed watermark delay is
+    allowed (Spark allows it; the new delay applies from the restart).
+
+    >>> old = {"steps": {"s": {"step_id": "s", "event_time": "ts - 60000 ms"}}}
+    >>> describe_changes(old, {"steps": {"s": {"step_id": "s", "event_time": "ts - 5000 ms"}}})
+    []
+    >>> describe_changes(old, {"steps": {"s": {"step_id": "s", "event_time": "at - 60000 ms"}}})
+    ["step 's': event-time column changed from 'ts' to 'at'"]
+    >>> describe_changes({"confs": {STORE_CONF: None}}, {"confs": {STORE_CONF: STATE_STORES["hdfs"]}})
+    []
+    """
+    changes = []
+    old_steps, new_steps = saved.get("steps", {}), current.get("steps", {})
+    for name in sorted(set(old_steps) | set(new_steps)):
+        old, new = old_steps.get(name), new_steps.get(name)
+        if old is None or new is None:
+            changes.append(f"step {name!r} {'was added' if old is None else 'was removed'}")
+            continue
+        for field in sorted(set(old) | set(new)):
+            if field == "event_time":
+                before, after = event_column(old.get(field)), event_column(new.get(field))
+                if before != after:
+                    changes.append(f"step {name!r}: event-time column changed from {before!r} "
+                                   f"to {after!r}")
+            elif old.get(field) != new.get(field):
+                changes.append(f"step {name!r}: {field} changed from {old.get(field)!r} "
+                               f"to {new.get(field)!r}")
+    old_confs, new_confs = saved.get("confs", {}), current.get("confs", {})
+    for name in _FROZEN_CONFS:
+        before, after = _conf_value(name, old_confs), _conf_value(name, new_confs)
+        if before != after:
+            how = (f"; to run on {after} partitions, stop the query and run `sparkwax state "
+                   f"rescale CHECKPOINT --partitions {after}`"
+                   if name == "spark.sql.shuffle.partitions" else "")
+            changes.append(f"{name} changed from {before!r} to {after!r} (Spark would keep "
+                           f"the checkpoint's value, not the new one{how})")
+    return changes
+
+
+def event_column(recorded: Optional[str]) -> Optional[str]:
+    """The event-time column of a recorded ``"<column> - <delay> ms"``
+    (the delay may change between runs).
+
+    >>> event_column("ts - 120000 ms"), event_column(None)
+    ('ts', None)
+    """
+    if recorded is None:
+        return None
+    column, sep, delay = str(recorded).rpartition(" - ")
+    return column if sep and delay.endswith(" ms") else str(recorded)
+
+
+def _conf_value(name: str, confs: Dict[str, Any]) -> Any:
+    """A frozen conf as Spark applies it: no state store set is Spark's
+    default, the HDFS-backed one (``state_store="hdfs"`` spelled out)."""
+    value = confs.get(name)
+    if name == STORE_CONF and value is None:
+        return STATE_STORES["hdfs"]
+    return value
+
+
+def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
+          trigger: Optional[Dict[str, Any]] = None, output_mode: str = "append",
+          foreach_batch: Optional[Callable[[DataFrame, int], Any]] = None,
+          query_name: Optional[str] = None,
+          options: Optional[Dict[str, str]] = None, progress: bool = False,
+          stop_on_signal: bool = True) -> Query:
+    """Start ``frame`` as a streaming query on ``checkpoint`` after checking it.
+
+    Writes to ``path`` in ``format`` (default Parquet, Spark's exactly-once
+    file sink) or calls ``foreach_batch(batch_frame, batch_id)``. With a
+    ProcessingTime step and no ``trigger``, a 1 second processing-time trigger
+    is set (Spark's default trigger would run no-data batches back to back).
+    ``trigger`` takes ``DataStreamWriter.trigger``'s keywords, e.g.
+    ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``.
+    ``availableNow`` ends a query of a step with processing-time timers or
+    deadlines too: once a micro-batch read nothing and found
+    nothing more (it fired what the input made due), sparkwax stops the
+    query (``sparkwax.engine.queries.catch_up``); under ``sparkwax submit --once``
+    every query runs as ``availableNow``.
+    ``progress=True`` prints a line per micro-batch to stderr
+    (``sparkwax.engine.queries.progress.follow``). With ``stop_on_signal`` (default), Ctrl-C
+    or SIGTERM stops the query between micro-batches, with one line saying so
+    (when called from the main thread).
+
+    Returns a ``sparkwax.engine.queries.query.Query``: Spark's ``StreamingQuery``
+    (``.spark_query``) whose ``awaitTermination()``,
+    ``processAllAvailable()`` and ``exception()`` give a sparkwax error
+    raised in a task as the same class (``except sw.SchemaError`` works) and
+    a damaged checkpoint as a ``CheckpointError`` naming the file, with
+    Spark's exception as the ``__cause__``.
+    """
+    steps = step_descriptions(frame)
+    spark = frame.sparkSession
+    confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
+    store = storage_for(spark)
+    interrupted = (finish_interrupted(spark, checkpoint)  # (rescale needs a classic session)
+                   if not is_connect(spark) and store.exists(checkpoint) else None)
+    if interrupted:
+        _LOG.warning("sparkwax: %s", interrupted)
+    sink = {"format": format, "path": path} if foreach_batch is None and path else None
+    check_checkpoint(store, checkpoint, steps, confs, sink)
+    keep_batch_plan(spark, checkpoint)  # a file source's next batch, logged before a stop
+    writer = frame.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
+    if query_name:
+        writer = writer.queryName(query_name)
+    for name, value in (options or {}).items():
+        writer = writer.option(name, value)
+    if str(spark.conf.get(ONCE_CONF, "false")).lower() == "true":  # `sparkwax submit --once`
+        trigger = {"availableNow": True}
+    every_batch = asks_every_batch(steps)
+    if trigger is None and every_batch:
+        trigger = {"processingTime": "1 second"}
+    if trigger:
+        writer = writer.trigger(**trigger)
+    if foreach_batch is not None:
+        query = writer.foreachBatch(foreach_batch).start()
+    else:
+        if path is None and format not in ("console", "memory", "noop"):
+            raise ConfigError(f"start needs path= for the {format!r} sink (or foreach_batch=)")
+        writer = writer.format(format)
+        query = writer.start(path) if path is not None else writer.start()
+    started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
+    if every_batch and bounded(trigger):  # Spark would run no-data batches forever
+        started.stopper = stop_when_caught_up(query)
+    following = follow(started) if progress else None
+    started.following = following
+    if stop_on_signal:
+        stop_on_signals(started, follower=following.follower if following else None)
+    return started
