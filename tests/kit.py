@@ -69,6 +69,22 @@ HOSTS_AND_BUCKETS = [("per_key", None), ("packed", 2)]
 each_spark_host = pytest.mark.parametrize("host", SPARK_HOSTS)
 each_spark_host_with_buckets = pytest.mark.parametrize("host, buckets", HOSTS_AND_BUCKETS)
 
+class Fussy(sw.StatefulLogic):
+    """Counts a key's values; a value "boom" raises in ``on_item``."""
+
+    def __init__(self, resume=None):
+        self.n = resume or 0
+
+    def on_item(self, value):
+        if value == "boom":
+            raise ValueError("no boom here")
+        self.n += 1
+        return [self.n], sw.RETAIN
+
+    def snapshot(self):
+        return self.n
+
+
 # --- results ------------------------------------------------------------------------------
 
 

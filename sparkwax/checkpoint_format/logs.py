@@ -152,8 +152,8 @@ def file_offset(raw: Optional[str]) -> Optional[int]:
         value = json.loads(raw)
     except ValueError:
         return None
-    if isinstance(value, dict) and set(value) == {"logOffset"} and isinstance(
-            value["logOffset"], int):
+    if isinstance(value, dict) and set(value) == {"logOffset"} and type(
+            value["logOffset"]) is int:  # not a bool
         return int(value["logOffset"])
     return None
 

@@ -36,6 +36,7 @@ import re
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..errors import short_repr
+from .logs import file_offset
 
 STATE_PACKAGE = "org.apache.spark.sql.execution.streaming.state."
 BUILT_IN_PROVIDERS = (STATE_PACKAGE + "HDFSBackedStateStoreProvider",
@@ -142,19 +143,6 @@ def pinned_conf_problem(conf: Mapping[str, Any], *,
     return None
 
 
-def file_offset_of(raw: Optional[str]) -> Optional[int]:
-    """A file source's log offset from its offsets line, else None."""
-    if raw is None:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    if isinstance(value, dict) and set(value) == {"logOffset"} and type(value["logOffset"]) is int:
-        return int(value["logOffset"])
-    return None
-
-
 def source_problem(offsets: Sequence[Optional[str]], *,
                    previous: Optional[Tuple[str, Sequence[Optional[str]]]] = None,
                    source_logs: Optional[Mapping[int, Optional[int]]] = None) -> Optional[str]:
@@ -182,7 +170,7 @@ def source_problem(offsets: Sequence[Optional[str]], *,
                     f"offset is {{\"logOffset\": N}}")
         if not is_file:
             continue
-        offset = file_offset_of(raw)
+        offset = file_offset(raw)
         if offset is None or offset < 0:
             return (f"has source {index}'s offset {short_repr(raw[:60])}: a file source's "
                     f"offset is {{\"logOffset\": N}}, N a whole number")
@@ -195,7 +183,7 @@ def source_problem(offsets: Sequence[Optional[str]], *,
             return (f"has {len(offsets)} source offsets where {name} has {len(before)}: one "
                     f"of the two files is damaged")
         for index, (old, new) in enumerate(zip(before, offsets)):
-            was, now = file_offset_of(old), file_offset_of(new)
+            was, now = file_offset(old), file_offset(new)
             if was is not None and now is not None and now < was:
                 return (f"has source {index}'s log offset {now}, before {name}'s {was}: a "
                         f"file source never goes back")
@@ -228,6 +216,6 @@ def value_has_group_state(schema_file: Optional[bytes]) -> Optional[bool]:
     return "groupState" in names
 
 
-__all__ = ["BUILT_IN_PROVIDERS", "CODECS", "GROUP_STATE_VERSION", "file_offset_of",
+__all__ = ["BUILT_IN_PROVIDERS", "CODECS", "GROUP_STATE_VERSION",
            "metadata_problem", "pinned_conf_problem", "source_problem",
            "value_has_group_state"]

@@ -7,27 +7,11 @@ from __future__ import annotations
 import pytest
 
 import sparkwax as sw
-from kit import each_spark_host_with_buckets
+from kit import Fussy, each_spark_host_with_buckets
 from sparkwax.testing import Batch, run, run_bounded
 from sparkwax.testing.spark import run_script_on_spark
 
 INPUT = "key string, v string"
-
-
-class Fussy(sw.StatefulLogic):
-    """Counts a key's values; a value "boom" raises in ``on_item``."""
-
-    def __init__(self, resume=None):
-        self.n = resume or 0
-
-    def on_item(self, value):
-        if value == "boom":
-            raise ValueError("no boom here")
-        self.n += 1
-        return [self.n], sw.RETAIN
-
-    def snapshot(self):
-        return self.n
 
 
 STEP = sw.Step.of(Fussy, output_schema="n long", value="v")

@@ -11,21 +11,7 @@ from sparkwax.step import HOSTS, Step, as_step, default_step_id
 from sparkwax.testing import Batch, Runner, check_logic, run, run_bounded
 from sparkwax.testing.reference import Counter
 
-
-class Fussy(sw.StatefulLogic):
-    """Counts a key's values; a value "boom" raises in ``on_item``."""
-
-    def __init__(self, resume=None):
-        self.n = resume or 0
-
-    def on_item(self, value):
-        if value == "boom":
-            raise ValueError("no boom here")
-        self.n += 1
-        return [self.n], sw.RETAIN
-
-    def snapshot(self):
-        return self.n
+from kit import Fussy
 
 
 STEP = Step.of(Fussy, output_schema="n long")
