@@ -69,6 +69,9 @@ HOSTS_AND_BUCKETS = [("per_key", None), ("packed", 2)]
 each_spark_host = pytest.mark.parametrize("host", SPARK_HOSTS)
 each_spark_host_with_buckets = pytest.mark.parametrize("host, buckets", HOSTS_AND_BUCKETS)
 
+# --- logics -------------------------------------------------------------------------------
+
+
 class Fussy(sw.StatefulLogic):
     """Counts a key's values; a value "boom" raises in ``on_item``."""
 
