@@ -1,4 +1,4 @@
-"""Offline runner throughput vs a bare Python loop (DESIGN.md section 6).
+"""Offline runner throughput vs a bare Python loop (docs/performance.md, "Offline runner vs a plain Python loop").
 
     python benchmarks/offline.py [--items N] [--repeat R] [--batches B] [--gc-young N]
 
