@@ -1,4 +1,5 @@
-"""Offline runner throughput vs a bare Python loop (docs/performance.md, "Offline runner vs a plain Python loop").
+"""Offline runner throughput vs a bare Python loop (docs/performance.md,
+"Offline runner vs a plain Python loop").
 
     python benchmarks/offline.py [--items N] [--repeat R] [--batches B] [--gc-young N]
 

@@ -9,7 +9,8 @@ transformWithStateInPandas talks to the JVM state server in protobuf, and
 pyspark's ``sql`` extra does not pull it in (without it the query dies with
 "TransformWithStateInPySpark driver worker exited unexpectedly (crashed)").
 
-A research benchmark (docs/performance.md, "State layout of the packed host"; sparkwax/engine/hosts/packed.py); it does
+A research benchmark (docs/performance.md, "State layout of the packed host";
+sparkwax/engine/hosts/packed.py); it does
 not use sparkwax itself. One run, one SparkSession: ``local[2]``, 2 shuffle
 partitions, RocksDB state store provider for every variant.
 
