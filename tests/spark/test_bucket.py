@@ -132,7 +132,8 @@ def test_a_foreign_blob_is_refused():
         Bucket.decode(pickle.dumps({"k": (b"x", None, None)}))
 
 
-@pytest.mark.parametrize("name", ["bucket", "packed", "plan", "prepack"])
+@pytest.mark.parametrize("name", ["hosts.bucket", "hosts.packed", "planning.plan",
+                                  "hosts.prepack"])
 def test_module_examples_run(name):
     import doctest
     import importlib
