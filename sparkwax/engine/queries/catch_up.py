@@ -55,7 +55,8 @@ def asks_every_batch(steps: Iterable[Mapping[str, Any]]) -> bool:
 
 
 def bounded(trigger: Optional[Mapping[str, Any]]) -> bool:
-    """Whether ``trigger`` (``sw.start``'s keywords) ends the query by itself.
+    """Whether ``trigger`` (``sw.start``'s keywords) asks for a run that
+    ends when the input present at its start is done (``availableNow``).
 
     >>> bounded({"availableNow": True}), bounded({"processingTime": "1 second"}), bounded(None)
     (True, False, False)
