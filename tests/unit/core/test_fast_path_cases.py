@@ -32,13 +32,28 @@ def ms(minutes):
     return int(at(minutes).timestamp() * 1000)
 
 
-class Tally(StatefulLogic):
-    """Counts its items; an int arms a timer at that minute; "drop"
-    discards; "now" emits the activation clock; a fired timer discards the
-    key once it has counted 3 items or more."""
+class _Counted:
+    """What ``Tally`` and ``BatchTally`` share: the count and the timer (the
+    snapshot), and a fired timer that discards a key counted 3 or more."""
 
     def __init__(self, resume=None):
         self.count, self.timer = resume or (0, None)
+
+    def notify_at(self):
+        return self.timer
+
+    def on_notify(self):
+        self.timer = None
+        return [("fired", self.count)], DISCARD if self.count >= 3 else RETAIN
+
+    def snapshot(self):
+        return (self.count, self.timer)
+
+
+class Tally(_Counted, StatefulLogic):
+    """Counts its items; an int arms a timer at that minute; "drop"
+    discards; "now" emits the activation clock; a fired timer discards the
+    key once it has counted 3 items or more."""
 
     def on_item(self, value):
         self.count += 1
@@ -48,22 +63,9 @@ class Tally(StatefulLogic):
             self.timer = at(value)
         return [self.count], DISCARD if value == "drop" else RETAIN
 
-    def notify_at(self):
-        return self.timer
 
-    def on_notify(self):
-        self.timer = None
-        return [("fired", self.count)], DISCARD if self.count >= 3 else RETAIN
-
-    def snapshot(self):
-        return (self.count, self.timer)
-
-
-class BatchTally(StatefulBatchLogic):
+class BatchTally(_Counted, StatefulBatchLogic):
     """``Tally`` for a batch step: one ``on_batch`` per activation."""
-
-    def __init__(self, resume=None):
-        self.count, self.timer = resume or (0, None)
 
     def on_batch(self, values):
         self.count += len(values)
@@ -73,16 +75,6 @@ class BatchTally(StatefulBatchLogic):
         if "now" in values:
             return [sw.now()], RETAIN
         return [self.count], DISCARD if "drop" in values else RETAIN
-
-    def notify_at(self):
-        return self.timer
-
-    def on_notify(self):
-        self.timer = None
-        return [("fired", self.count)], DISCARD if self.count >= 3 else RETAIN
-
-    def snapshot(self):
-        return (self.count, self.timer)
 
 
 # Three micro-batches, keys in the order a host runs them. Batch 1 creates
