@@ -319,19 +319,24 @@ BUILDERS = textwrap.dedent("""
 """)
 
 
-def test_builder_types_under_strict(tmp_path: Path):
-    """``builder: Builder`` takes every kind of builder a step runs (a logic
-    class of either kind, a Bytewax logic, a plain class with the methods, a
-    function) under ``mypy --strict``, and rejects the lines marked ``# E:``."""
-    snippet = tmp_path / "builders.py"
-    snippet.write_text(BUILDERS)
+def assert_marked_errors(snippet: Path, source: str) -> None:
+    """``source`` under ``mypy --strict`` has an error on exactly the lines
+    marked ``# E: <code>``, with that code."""
+    snippet.write_text(source)
     done = mypy(*STRICT, str(snippet))
     found = {(int(line), code) for name, line, code in
              re.findall(r"^([^:\n]+):(\d+): error: .*\[([a-z-]+)\]$", done.stdout, re.M)
              if Path(name).name == snippet.name}
-    expected = {(number, code) for number, text in enumerate(BUILDERS.splitlines(), 1)
+    expected = {(number, code) for number, text in enumerate(source.splitlines(), 1)
                 for code in re.findall(r"# E: ([a-z-]+)", text)}
     assert found == expected, done.stdout + done.stderr
+
+
+def test_builder_types_under_strict(tmp_path: Path):
+    """``builder: Builder`` takes every kind of builder a step runs (a logic
+    class of either kind, a Bytewax logic, a plain class with the methods, a
+    function) under ``mypy --strict``, and rejects the lines marked ``# E:``."""
+    assert_marked_errors(tmp_path / "builders.py", BUILDERS)
 
 
 USER_PROGRAM = textwrap.dedent("""
@@ -444,12 +449,4 @@ OPERATOR_MISTAKES = textwrap.dedent("""
 def test_operators_keep_their_types(tmp_path: Path):
     """An operator's builder is an ``OperatorBuilder[V, W, S]`` typed from its
     arguments (not Any): the lines marked ``# E:`` are errors under --strict."""
-    snippet = tmp_path / "operator_mistakes.py"
-    snippet.write_text(OPERATOR_MISTAKES)
-    done = mypy(*STRICT, str(snippet))
-    found = {(int(line), code) for name, line, code in
-             re.findall(r"^([^:\n]+):(\d+): error: .*\[([a-z-]+)\]$", done.stdout, re.M)
-             if Path(name).name == snippet.name}
-    expected = {(number, code) for number, text in enumerate(OPERATOR_MISTAKES.splitlines(), 1)
-                for code in re.findall(r"# E: ([a-z-]+)", text)}
-    assert found == expected, done.stdout + done.stderr
+    assert_marked_errors(tmp_path / "operator_mistakes.py", OPERATOR_MISTAKES)
