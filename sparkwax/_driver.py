@@ -46,12 +46,14 @@ from __future__ import annotations
 
 import warnings
 from bisect import bisect_right
+from contextlib import contextmanager
 from itertools import islice
 from operator import lt as _lt
 from pickle import dumps as _dumps
 from pickle import loads as _loads
 from time import perf_counter_ns
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, cast
+from typing import (Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple,
+                    cast)
 
 from . import recovery
 from .clock import Clock, reset_clock, set_clock
@@ -363,41 +365,49 @@ class Driver:
     def flat_activation(self) -> Optional[Callable[..., Tuple[Activation, Optional[Logic]]]]:
         """What ``activate`` and ``activate_live`` call for an activation
         without event times, nothing to order and not EOF, to call
-        positionally: ``(key, logic, stored, values, now_ms, committed_timer,
-        live)``, returning the Activation and the live logic (see
-        ``activate_live``; ``live`` false: ``activate``, the state encoded).
-        None when this step takes the general path. A host with many small
-        activations (the offline runner) saves a call per key.
+        positionally inside ``with driver.plain_clock(now_ms):`` (one clock
+        for a host's many keys at one ``now``): ``(key, logic, stored,
+        values, now_ms, committed_timer, live)``, returning the Activation
+        and the live logic (see ``activate_live``; ``live`` false:
+        ``activate``, the state encoded). None when this step takes the
+        general path. A host with many small activations (the offline
+        runner) saves a call and a clock per key.
 
         >>> from sparkwax.step import Step
         >>> from sparkwax.testing.reference import Counter
-        >>> flat = Driver(Step.of(Counter)).flat_activation()
-        >>> act, _ = flat("k", None, None, ["a", "b"], 0, NO_VALUE, False)
+        >>> driver = Driver(Step.of(Counter))
+        >>> flat = driver.flat_activation()
+        >>> with driver.plain_clock(0):
+        ...     act, _ = flat("k", None, None, ["a", "b"], 0, NO_VALUE, False)
         >>> act.emits, recovery.decode(act.state, step_id="s", key="k")
         ([1, 2], 2)
         """
         if not self._plain or self.two_clocks is not False:
             return None
-        return self._activate_plain
+        return self._plain_key
+
+    @contextmanager
+    def plain_clock(self, now_ms: Optional[int]) -> Iterator[None]:
+        """The clock of plain activations at ``now_ms`` (``flat_activation``,
+        ``activate_plain_keys``), current for the block."""
+        token = set_clock(self._plain_clock(now_ms))
+        try:
+            yield
+        finally:
+            reset_clock(token)
 
     def _activate_plain(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                         values: Sequence[Any], now_ms: Optional[int], committed_timer: Any,
                         live: bool) -> Tuple[Activation, Optional[Logic]]:
         """``_activate`` for the common case (``_plain``: a step without sides
         nor processing deadlines; no event times, nothing to order, not EOF):
-        the same steps (``_plain_key``) without the general path's ordering,
-        lateness, deadlines and EOF. ``tests/unit/core/test_fast_path.py``
+        ``_plain_key`` at its own clock. ``tests/unit/core/test_fast_path.py``
         compares both."""
-        started = perf_counter_ns()
-        had_state = logic is not None or stored is not None
         token = set_clock(self._plain_clock(now_ms))
         try:
-            emits, state, timer, snapshot, armed, fired, logic = self._plain_key(
-                key, logic, stored, values, committed_timer, now_ms, not live)
+            return self._plain_key(key, logic, stored, values, now_ms, committed_timer, live)
         finally:
             reset_clock(token)
-        return _result(emits, state, timer, snapshot, 0, armed, len(values), fired, had_state,
-                       logic is not None, started, None, 0), logic
 
     def activate_plain_keys(self, keys: Sequence[Any], stored: Sequence[Optional[bytes]],
                             values: Sequence[Sequence[Any]], committed: Sequence[Any],
@@ -421,12 +431,12 @@ class Driver:
         timers: List[Optional[int]] = []
         armed_list: List[Optional[int]] = []
         rows = fired = created = discarded = 0
-        plain_key = self._plain_key
+        plain_steps = self._plain_steps
         token = set_clock(self._plain_clock(now_ms))
         try:
             for key, blob, key_values, committed_timer in zip(keys, stored, values, committed):
-                emits, state, timer, _, armed, key_fired, _ = plain_key(
-                    key, None, blob, key_values, committed_timer, now_ms, True)
+                emits, state, timer, _, armed, key_fired, _ = plain_steps(
+                    key, None, blob, key_values, now_ms, committed_timer, False)
                 all_emits.append(emits)
                 states.append(state)
                 timers.append(timer)
@@ -452,29 +462,48 @@ class Driver:
             return self._clock_at(now_ms)
         return clock
 
-    def _plain_key(self, key: Any, logic: Optional[Logic], blob: Optional[bytes],
-                   values: Sequence[Any], committed_timer: Any, now_ms: Optional[int],
-                   encode: bool) -> Tuple[Any, ...]:
-        """One plain activation, its clock already set, from the same step
-        bodies as ``_run``: restore (``blob``, when there is no live
-        ``logic``), due timer, items, commit (``encode``: the snapshot, else
-        the live logic is kept). Returns ``(emits, state, timer, snapshot,
+    def _plain_key(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
+                   values: Sequence[Any], now_ms: Optional[int], committed_timer: Any,
+                   live: bool) -> Tuple[Activation, Optional[Logic]]:
+        """One plain activation, its clock already set: ``_plain_steps`` and
+        its Activation. The Activation and the live logic."""
+        started = perf_counter_ns()
+        emits, state, timer, snapshot, armed, fired, new_logic = self._plain_steps(
+            key, logic, stored, values, now_ms, committed_timer, live)
+        had_state = logic is not None or stored is not None
+        # _result's tuple, built here: its call costs ~2% of a small activation.
+        return _new(Activation, (emits, state, timer, snapshot, 0, armed, len(values), fired,
+                                 0 if had_state or new_logic is None else 1,
+                                 1 if had_state and new_logic is None else 0,
+                                 (perf_counter_ns() - started) // 1000, None, 0)), new_logic
+
+    def _plain_steps(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
+                     values: Sequence[Any], now_ms: Optional[int], committed_timer: Any,
+                     live: bool) -> Tuple[Any, ...]:
+        """The steps of one plain activation, its clock already set: restore
+        (``stored``, when there is no live ``logic``), due timer, items,
+        commit (``live``: the logic is kept, the snapshot not encoded), the
+        same step bodies as ``_activate``. ``(emits, state, timer, snapshot,
         armed, fired, logic)``."""
         kind = type(key)  # pragma: no mutate (a speed guard: check_key tests the same)
         if kind is not str and kind is not int:  # pragma: no mutate
             self.check_key(key, values)
         emits: List[Any] = []
-        if logic is None:
-            logic, timer = self._restore(key, blob, committed_timer)
-        else:
+        if logic is not None:
             timer = self._next_timer(key, logic)
+        elif stored is not None:  # (a new key has nothing to restore: a call less)
+            logic, timer = self._restore(key, stored, committed_timer)
+        else:
+            timer = None
         fired = 0
         if timer is not None:
             logic, fired = self._due_timer(key, logic, timer, now_ms, emits)
         if len(values):
             logic = self._take(key, logic, values, emits)
+        if logic is None:  # (nothing to commit: a call less)
+            return emits, None, None, None, None, fired, None
         state, timer, snapshot, armed, _ = self._commit(
-            key, logic, fired or len(values), blob, now_ms, encode)
+            key, logic, fired or len(values), stored, now_ms, not live)
         return emits, state, timer, snapshot, armed, fired, logic
 
     # -- the steps: one body each, used by every path ------------------------

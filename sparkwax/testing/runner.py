@@ -296,7 +296,8 @@ class Runner:
         # The driver's flattened activation, called positionally (no event times,
         # no order, not EOF): what activate() would call, one call less per key.
         flat = None if reads or eof else driver.flat_activation()
-        with fewer_collections():  # the batch's per-key containers live to its end
+        # The batch's per-key containers live to its end; its plain activations share a clock.
+        with fewer_collections(), driver.plain_clock(now_ms):
             try:
                 for key, values in runs:
                     if reads:
