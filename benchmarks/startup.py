@@ -1,8 +1,9 @@
 """Time to first output: a fresh process to its first committed micro-batch,
 bare applyInPandasWithState vs sparkwax's per-key and packed hosts.
 
-    python benchmarks/startup.py [--repeat 5] [--variants bare per_key packed]
-        [--rows 20] [--keys 10] [--master local[*]] [--profile]
+    python benchmarks/startup.py [--repeat 5] [--warmup 1]
+        [--variants bare per_key packed] [--rows 20] [--keys 10]
+        [--master local[*]] [--profile]
 
 Every run is its own Python process (so the JVM's start, the Python
 workers' start and their imports all count), started by this script with
@@ -21,9 +22,12 @@ Spark job), a running count per key, the ``noop`` sink, a fresh checkpoint;
 * ``packed``   the same with ``host="packed"``.
 
 The logic and the bare function live in this script (``__main__``: pickled
-by value, as an app's would be). Rounds run the variants in a rotating
-order (load that drifts on a shared machine hits all alike). Printed per
-variant, median and range over the rounds:
+by value, as an app's would be). sparkwax's bytecode is compiled first,
+as ``pip install`` leaves it (``compile_sparkwax``). ``--warmup`` rounds
+(not counted) bring the jars and libraries into the page cache; then the
+rounds run the variants in a rotating order (load that drifts on a shared
+machine hits all alike). Printed per variant, median and range over the
+rounds:
 
 * ``batch0 ms``: Spark's ``durationMs.triggerExecution`` of batch 0 (the
   micro-batch itself: planning, both stages, the Python workers' start,
@@ -52,6 +56,8 @@ Not collected by pytest.
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import json
 import os
 import pickle
@@ -287,9 +293,21 @@ def report(results: dict, variants) -> None:
             for v in variants))
 
 
+def compile_sparkwax() -> str:
+    """sparkwax's bytecode, compiled as ``pip install`` leaves it (an
+    editable install under ``PYTHONDONTWRITEBYTECODE=1`` would otherwise
+    compile every module in every process; pyspark's, pandas' and pyarrow's
+    bytecode was compiled at their install)."""
+    spec = importlib.util.find_spec("sparkwax")
+    folders = list(spec.submodule_search_locations or ()) if spec else []
+    done = all(compileall.compile_dir(folder, quiet=1) for folder in folders)
+    return "sparkwax's bytecode compiled" if folders and done else "sparkwax not compiled"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--rows", type=int, default=20)
     parser.add_argument("--keys", type=int, default=10)
@@ -313,8 +331,12 @@ def main(argv=None) -> int:
             for variant in args.variants:
                 run_child(variant, source, folder, args.master, True)
             return 0
-        print(f"{args.repeat} rounds, {args.rows} rows over {args.keys} keys, master "
-              f"{args.master}, load average {os.getloadavg()[0]:.1f}", flush=True)
+        print(f"{args.repeat} rounds after {args.warmup} warm-up, {args.rows} rows over "
+              f"{args.keys} keys, master {args.master}, load average "
+              f"{os.getloadavg()[0]:.1f}; {compile_sparkwax()}", flush=True)
+        for _ in range(args.warmup):  # the jars and libraries into the page cache
+            for variant in args.variants:
+                run_child(variant, source, folder, args.master, False)
         results = {variant: [] for variant in args.variants}
         for round_ in range(args.repeat):
             shift = round_ % len(args.variants)
