@@ -16,6 +16,7 @@ import pytest
 import sparkwax as sw
 from sparkwax.schema import TIMESTAMP_HIGH, TIMESTAMP_LOW
 from sparkwax.testing import Batch, run
+from sparkwax.testing.spark import run_script_on_spark
 
 UTC = timezone.utc
 HOSTS = pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
@@ -163,3 +164,46 @@ def test_a_builder_refusing_none_is_named_at_plan_time_without_a_key(spark):
     for expected in ("make_logic", "resume_state=None", "sample the logic"):
         assert expected in message, message
     assert "key None" not in message and "null" not in message
+
+
+BIG = 2**60 + 1  # a bigint beyond 2**53: a float64 rounds it to 2**60
+
+
+class Handed(sw.StatefulLogic):
+    """Emits each value's two bigint fields as the logic was handed them."""
+
+    def __init__(self, resume=None):
+        pass
+
+    def on_item(self, value):
+        return [(repr(value["n"]), repr(value["o"]))], sw.RETAIN
+
+    def snapshot(self):
+        return None
+
+
+BIGINTS = [("k", {"n": BIG, "o": BIG}), ("k", {"n": None, "o": BIG - 1}),
+           ("k", {"n": 7, "o": None}), ("j", {"n": BIG, "o": 1})]
+
+
+@HOSTS
+@pytest.mark.parametrize("streaming", [False, True], ids=["bounded", "streaming"])
+def test_a_bigint_beside_a_null_reaches_the_logic_exactly(spark, tmp_path, host, buckets,
+                                                          streaming):
+    # a null in a bigint column made pandas hand the whole column as floats:
+    # 2**60 + 1 reached the logic as 2**60, and ordered equal to 2**60 - 1
+    expected = run(Handed, [Batch(BIGINTS)], order_by=["o"]).by_key
+    options = dict(key="key", output_schema="n string, o string", order_by=["o"], host=host,
+                   buckets=buckets)
+    if streaming:
+        got = run_script_on_spark(spark, Handed, [Batch(BIGINTS)], workdir=str(tmp_path),
+                                  input_schema="key string, n long, o long", **options).by_key
+    else:
+        frame = spark.createDataFrame([(key, v["n"], v["o"]) for key, v in BIGINTS],
+                                      "key string, n long, o long")
+        got = {}
+        for row in sw.stateful(frame, builder=Handed, **options).collect():
+            got.setdefault(row["key"], []).append((row["n"], row["o"]))
+    assert got == expected
+    assert expected == {"k": [("7", "None"), ("None", repr(BIG - 1)), (repr(BIG), repr(BIG))],
+                        "j": [(repr(BIG), "1")]}

@@ -24,6 +24,11 @@ NULL_MICROS = -(1 << 63)
 timestamps end at year 1, far above): the plan sends them so
 (``plan._project``), not as null, which pandas would hand as a float
 column, exact to 2**53 µs only (~285 years from 1970)."""
+NULL_MASK = "__sw_null_"
+"""The prefix of a nullable bigint column's null mask: the plan sends such a
+column with nulls as 0 and ``NULL_MASK + name`` true where it was null
+(``InputLayout.null_masks``), so it stays int64; pandas would hand a bigint
+column with a null as floats, exact to 2**53 only."""
 NESTED = "nested"
 """A column whose type holds an array (at any depth): pyspark hands arrays as
 numpy arrays, whose dtype depends on the other rows converted with them; they
@@ -40,6 +45,12 @@ class InputLayout:
     scalar: bool                     # value= one column: hand the scalar
     order_by: Tuple[str, ...]        # sort columns (frame names)
     event_column: Optional[str]      # frame column with event time in µs (EventTime mode)
+    null_masks: Tuple[Tuple[str, str], ...] = ()  # (column, its NULL_MASK column) pairs
+
+    def needed(self) -> List[str]:
+        """The frame columns the values, event times and order are read from."""
+        event = [self.event_column] if self.event_column is not None else []
+        return [*self.sources, *event, *self.order_by, *(mask for _, mask in self.null_masks)]
 
 
 def group_frame(frames: Iterator[pd.DataFrame]) -> pd.DataFrame:
@@ -64,6 +75,10 @@ def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarr
         return (), ([] if layout.event_column else None), None
     columns = [_column(_take(_column_values(frame, source), rows), kind)
                for source, kind in zip(layout.sources, layout.kinds)]
+    masks = dict(layout.null_masks) if layout.null_masks else None
+    if masks is not None:
+        columns = [_nulls_back(column, frame, masks.get(source), rows)
+                   for column, source in zip(columns, layout.sources)]
     if layout.scalar:
         values = columns[0]
     else:
@@ -79,7 +94,21 @@ def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarr
     if layout.order_by:
         order = [_column(_take(_column_values(frame, name), rows), OTHER)
                  for name in layout.order_by]
+        if masks is not None:
+            order = [_nulls_back(column, frame, masks.get(name), rows)
+                     for column, name in zip(order, layout.order_by)]
     return values, times, order
+
+
+def _nulls_back(column: List[Any], frame: pd.DataFrame, mask_name: Optional[str],
+                rows: Optional[np.ndarray]) -> List[Any]:
+    """``column`` with None where its null mask (``NULL_MASK``) is true."""
+    if mask_name is None:
+        return column
+    mask = _take(_column_values(frame, mask_name), rows)
+    if not mask.any():
+        return column
+    return [None if null else value for value, null in zip(column, mask.tolist())]
 
 
 def time_order(frame: pd.DataFrame, layout: InputLayout) -> Optional[np.ndarray]:

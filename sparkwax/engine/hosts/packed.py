@@ -135,8 +135,7 @@ def split_by_key(frame: Any, key_names: Sequence[str], layout: InputLayout
 
 
 def _needed(key_names: Sequence[str], layout: InputLayout) -> List[str]:
-    event = [layout.event_column] if layout.event_column is not None else []
-    return [*key_names, *layout.sources, *event, *layout.order_by]
+    return [*key_names, *layout.needed()]
 
 
 def _key_codes(frame: pd.DataFrame, key_names: Sequence[str]) -> np.ndarray:

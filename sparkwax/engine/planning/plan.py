@@ -22,7 +22,8 @@ from ...logic import Builder
 from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX
 from ...step import HOSTS, Host, SchemaSpec, Step, as_step
 from ...timers import EventTime, TimeMode
-from ..hosts.columns import INTEGER, NESTED, NULL_MICROS, OTHER, TIMESTAMP, InputLayout
+from ..hosts.columns import (INTEGER, NESTED, NULL_MASK, NULL_MICROS, OTHER, TIMESTAMP,
+                             InputLayout)
 from ..hosts.host import NO_TIMEOUT, BoundedHost, StreamingHost
 from ..hosts.outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from ..hosts.packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
@@ -132,7 +133,8 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     two_clocks = bool(step.two_clocks) and df.isStreaming
     driver = Driver(step)
     spark = df.sparkSession
-    projected = _project(df, keys, value_names, order, fields, time)
+    masked = _masked_longs(keys, [*value_names, *order], fields)
+    projected = _project(df, keys, value_names, order, fields, time, masked)
     event_source = {time.column: _EVENT_US} if isinstance(time, EventTime) else {}
     layout = InputLayout(
         names=tuple(value_names),
@@ -141,6 +143,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         scalar=value is not None,
         order_by=tuple(event_source.get(n, n) for n in order),
         event_column=_EVENT_US if event else None,
+        null_masks=tuple((name, NULL_MASK + name) for name in masked),
     )
     outputs = OutputBuilder(keys, schema, step_id, metrics=df.isStreaming)
     out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
@@ -342,10 +345,11 @@ def _as_function(host: HostFunction, spark: Any) -> Callable[..., Any]:
 
 def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
              order: Sequence[str], fields: Mapping[str, T.StructField],
-             time: Optional[TimeMode]) -> DataFrame:
+             time: Optional[TimeMode], masked: Sequence[str] = ()) -> DataFrame:
     """Key, value and order columns; timestamps as epoch µs, nulls as
     ``NULL_MICROS`` so the column stays int64 (event column kept as a
-    timestamp for the watermark, plus its µs copy)."""
+    timestamp for the watermark, plus its µs copy); the ``masked`` bigint
+    columns with nulls as 0 and their null masks (``columns.NULL_MASK``)."""
     wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
     event = isinstance(time, EventTime)
     event_column = cast(EventTime, time).column if event else ""
@@ -355,6 +359,9 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
         if name not in keys and isinstance(fields[name].dataType, T.TimestampType) and not (
                 event and name == event_column):
             column = F.coalesce(F.unix_micros(column), F.lit(NULL_MICROS)).alias(name)
+        if name in masked:
+            columns.append(column.isNull().alias(NULL_MASK + name))
+            column = F.coalesce(column, F.lit(0).cast(T.LongType())).alias(name)
         columns.append(column)
     if event:
         if event_column not in wanted:
@@ -362,6 +369,15 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
         columns.append(F.coalesce(F.unix_micros(F.col(f"`{event_column}`")),
                                   F.lit(NULL_MICROS)).alias(_EVENT_US))
     return df.select(*columns)
+
+
+def _masked_longs(keys: Sequence[str], names: Sequence[str],
+                  fields: Mapping[str, T.StructField]) -> List[str]:
+    """The nullable bigint value and order columns: sent with a null mask
+    (``columns.NULL_MASK``), as pandas would hand them as floats with a null
+    among them (a bigint beyond 2**53 rounded). Narrower integers fit a float."""
+    return [name for name in dict.fromkeys(names) if name not in keys
+            and fields[name].nullable and isinstance(fields[name].dataType, T.LongType)]
 
 
 def _kind(field: T.StructField) -> str:
