@@ -26,9 +26,10 @@ timestamps end at year 1, far above): the plan sends them so
 column, exact to 2**53 µs only (~285 years from 1970)."""
 NULL_MASK = "__sw_null_"
 """The prefix of a nullable bigint column's null mask: the plan sends such a
-column with nulls as 0 and ``NULL_MASK + name`` true where it was null
-(``InputLayout.null_masks``), so it stays int64; pandas would hand a bigint
-column with a null as floats, exact to 2**53 only."""
+column with nulls as ``NULL_MICROS`` (the least bigint) and ``NULL_MASK +
+name`` true where it was null (``InputLayout.null_masks``), so it stays
+int64; pandas would hand a bigint column with a null as floats, exact to
+2**53 only. The host reads the mask only for a group holding that value."""
 NESTED = "nested"
 """A column whose type holds an array (at any depth): pyspark hands arrays as
 numpy arrays, whose dtype depends on the other rows converted with them; they
@@ -75,10 +76,8 @@ def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarr
         return (), ([] if layout.event_column else None), None
     columns = [_column(_take(_column_values(frame, source), rows), kind)
                for source, kind in zip(layout.sources, layout.kinds)]
-    masks = dict(layout.null_masks) if layout.null_masks else None
-    if masks is not None:
-        columns = [_nulls_back(column, frame, masks.get(source), rows)
-                   for column, source in zip(columns, layout.sources)]
+    if layout.null_masks:
+        _nulls_back(columns, layout.sources, frame, layout.null_masks, rows)
     if layout.scalar:
         values = columns[0]
     else:
@@ -94,21 +93,23 @@ def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarr
     if layout.order_by:
         order = [_column(_take(_column_values(frame, name), rows), OTHER)
                  for name in layout.order_by]
-        if masks is not None:
-            order = [_nulls_back(column, frame, masks.get(name), rows)
-                     for column, name in zip(order, layout.order_by)]
+        if layout.null_masks:
+            _nulls_back(order, layout.order_by, frame, layout.null_masks, rows)
     return values, times, order
 
 
-def _nulls_back(column: List[Any], frame: pd.DataFrame, mask_name: Optional[str],
-                rows: Optional[np.ndarray]) -> List[Any]:
-    """``column`` with None where its null mask (``NULL_MASK``) is true."""
-    if mask_name is None:
-        return column
-    mask = _take(_column_values(frame, mask_name), rows)
-    if not mask.any():
-        return column
-    return [None if null else value for value, null in zip(column, mask.tolist())]
+def _nulls_back(columns: List[List[Any]], names: Sequence[str], frame: pd.DataFrame,
+                masks: Sequence[Tuple[str, str]], rows: Optional[np.ndarray]) -> None:
+    """None where a masked column's null mask (``NULL_MASK``) is true, in
+    place in ``columns`` (read from the frame columns ``names``); a column
+    without ``NULL_MICROS`` in it has no null (one C-level scan)."""
+    for name, mask_name in masks:
+        if name in names:
+            index = names.index(name)
+            column = columns[index]
+            if NULL_MICROS in column:
+                mask = _take(_column_values(frame, mask_name), rows).tolist()
+                columns[index] = [None if null else value for value, null in zip(column, mask)]
 
 
 def time_order(frame: pd.DataFrame, layout: InputLayout) -> Optional[np.ndarray]:

@@ -349,7 +349,8 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
     """Key, value and order columns; timestamps as epoch µs, nulls as
     ``NULL_MICROS`` so the column stays int64 (event column kept as a
     timestamp for the watermark, plus its µs copy); the ``masked`` bigint
-    columns with nulls as 0 and their null masks (``columns.NULL_MASK``)."""
+    columns with nulls as ``NULL_MICROS`` and their null masks
+    (``columns.NULL_MASK``)."""
     wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
     event = isinstance(time, EventTime)
     event_column = cast(EventTime, time).column if event else ""
@@ -361,7 +362,7 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
             column = F.coalesce(F.unix_micros(column), F.lit(NULL_MICROS)).alias(name)
         if name in masked:
             columns.append(column.isNull().alias(NULL_MASK + name))
-            column = F.coalesce(column, F.lit(0).cast(T.LongType())).alias(name)
+            column = F.coalesce(column, F.lit(NULL_MICROS).cast(T.LongType())).alias(name)
         columns.append(column)
     if event:
         if event_column not in wanted:

@@ -1,5 +1,5 @@
 """A nullable bigint column reaches the logic exactly (``columns.NULL_MASK``):
-the plan sends it with nulls as 0 beside a null mask, and ``read_group`` puts
+the plan sends it with nulls as ``NULL_MICROS`` beside a null mask, and ``read_group`` puts
 the nulls back, in the values and in the ``order_by`` columns, whatever rows
 it reads and in whatever order (the packed host's read:
 tests/spark/test_type_edges.py)."""
@@ -9,10 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparkwax.engine.hosts.columns import INTEGER, NULL_MASK, InputLayout, read_group
+from sparkwax.engine.hosts.columns import (INTEGER, NULL_MASK, NULL_MICROS, InputLayout,
+                                          read_group)
 
 BIG = 2**60 + 1
-FRAME = pd.DataFrame({"key": ["a", "b", "a"], "n": np.array([BIG, 0, 5], dtype="int64"),
+FRAME = pd.DataFrame({"key": ["a", "b", "a"],
+                      "n": np.array([BIG, NULL_MICROS, 5], dtype="int64"),
                       NULL_MASK + "n": [False, True, False]})
 LAYOUT = InputLayout(names=("n",), sources=("n",), kinds=(INTEGER,), scalar=True,
                      order_by=("n",), event_column=None, null_masks=(("n", NULL_MASK + "n"),))
@@ -33,6 +35,12 @@ def test_the_rows_read_keep_their_own_nulls():
 def test_without_a_mask_the_column_is_read_as_it_is():
     plain = InputLayout(names=("n",), sources=("n",), kinds=(INTEGER,), scalar=True,
                         order_by=(), event_column=None)
-    assert read_group(FRAME, plain)[0] == [BIG, 0, 5]
+    assert read_group(FRAME, plain)[0] == [BIG, NULL_MICROS, 5]
     assert plain.needed() == ["n"] and LAYOUT.needed() == ["n", "n", NULL_MASK + "n"]
 
+
+
+def test_the_least_bigint_itself_is_a_value_where_the_mask_says_so():
+    frame = pd.DataFrame({"n": np.array([NULL_MICROS, NULL_MICROS], dtype="int64"),
+                          NULL_MASK + "n": [False, True]})
+    assert read_group(frame, LAYOUT) == ([NULL_MICROS, None], None, [[NULL_MICROS, None]])
