@@ -179,3 +179,10 @@ def test_restore_check_raises_what_an_activation_would():
     error = raised(driver().restore_check, "k", naive, 0)
     assert type(error) is NotifyAtError and (error.key, error.value) == ("k", NAIVE)
     assert sw.now() is None
+
+
+def test_the_drivers_decode_names_the_step_and_key():
+    assert driver().decode("k", encode({"n": 1}, step_id="s", key="k")) == {"n": 1}
+    with pytest.raises(SnapshotError) as caught:
+        driver().decode("k", b"junk")
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")

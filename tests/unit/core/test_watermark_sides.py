@@ -3,18 +3,26 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 import sparkwax as sw
-from sparkwax.errors import ConfigError, InputError
+from sparkwax import DISCARD, RETAIN, EventTime, SnapshotError, now
+from sparkwax.errors import ConfigError, InputError, LogicError
 from sparkwax.operators import Tagged, count_window, joiner, join_window, stateful_map, tag
 from sparkwax.operators import TumblingWindower
 from sparkwax.testing import Batch, Eof, run, run_bounded
 from sparkwax.timers import Watermark
 
+from sparkwax.recovery import decode
+from sparkwax.sides import Tagged
+
 from kit import T0, event as at
+from test_driver_steps import driver
+from test_fast_path_cases import at as start_at, ms
+from test_two_clocks import Deadlined
 
 TIME = sw.EventTime("ts", watermark="1 minute")
 
@@ -116,3 +124,124 @@ def test_check_logic_takes_the_sides():
     check_logic(seen, items=items, time=TIME, sides=["l", "r"], max_examples=10)
     with pytest.raises(ConfigError, match="sides="):
         check_logic(seen, items=items.filter(bool), time=TIME, max_examples=10)
+
+
+# -- the driver's bounded activation: every count, every error's key ------------
+
+class Ends(Deadlined):
+    """``Deadlined`` (tests/unit/core/test_two_clocks.py) with an ``on_eof``
+    that raises, discards or breaks the snapshot (``eof``: "raise",
+    "discard", "bad"), an ``on_item`` that raises (``raise``) and an
+    ``on_notify`` that does (``bad`` "on_notify"); a Tagged item's value."""
+
+    def on_item(self, value):
+        if isinstance(value, Tagged):
+            value = value[1]
+        if "raise" in value:
+            raise ValueError("no item")
+        return super().on_item(value)
+
+    def on_notify(self):
+        if self.state.get("bad") == "on_notify":
+            raise ValueError("no notify")
+        self.state.pop("timer")
+        return [("fired", now())], RETAIN
+
+    def on_eof(self):
+        how = self.state.get("eof")
+        if how == "raise":
+            raise ValueError("no end")
+        if how == "bad":
+            self.state["bad"] = "snapshot"
+        return [("eof", sorted(self.state))], DISCARD if how == "discard" else RETAIN
+
+
+def us(minutes):
+    return ms(minutes) * 1000
+
+
+def test_a_bounded_activation_counts_its_timers_and_its_key():
+    step = driver(Ends, time=EventTime("ts"))
+    values = [{"timer": start_at(1), "deadline": start_at(30)}, {}, {"timer": start_at(5.5)},
+              {"timer": start_at(6.5)}]
+    act = step.activate_bounded("k", values, event_times=[us(0), us(5), us(6), us(7)])
+    assert act.emits == [values[0], {}, ("fired", start_at(5)), values[2], ("fired", start_at(6)),
+                         values[3], ("fired", start_at(7)), ("eof", ["deadline"])]
+    assert (act.fired, act.rows, act.late, act.created, act.discarded) == (3, 4, 0, 1, 0)
+    assert (act.timer, act.armed, act.deadline) == (None, None, ms(30))
+    assert decode(act.state, step_id="s", key="k") == {"deadline": start_at(30)}
+    gone = step.activate_bounded("k", [{"eof": "discard"}], event_times=[us(0)])
+    assert (gone.state, gone.created, gone.discarded, gone.emits[-1]) == \
+        (None, 0, 0, ("eof", ["eof"]))
+
+
+def test_a_bounded_snapshot_is_taken_before_on_eof():
+    # as a stream's last commit would: a snapshot that cannot be stored fails
+    # although on_eof then discards the key
+    with pytest.raises(SnapshotError):
+        driver(Ends, time=EventTime("ts")).activate_bounded(
+            "k", [{"lock": threading.Lock(), "eof": "discard"}], event_times=[us(0)])
+
+
+def test_a_bounded_watermark_is_the_slowest_sides():
+    # side b stays at minute 0: a's timer at minute 1 never becomes due
+    values = [v for _, v in tag("a", [("k", {"timer": start_at(1)})]) + tag("b", [("k", {})]) +
+              tag("a", [("k", {}), ("k", {})])]
+    act = driver(Ends, time=EventTime("ts"), sides=["a", "b"]).activate_bounded(
+        "k", values, event_times=[us(0), us(0), us(5), us(6)])
+    assert (act.fired, act.timer) == (0, ms(1))
+
+
+BOUNDED_ERRORS = {  # values (at minutes 0, 5, 6, ...), then the callback named
+    "on_item": ([{"raise": 1}], "on_item"),
+    "notify_at, last": ([{"bad": "notify_at"}], "notify_at"),
+    "notify_at, between items": ([{}, {"bad": "notify_at"}, {}], "notify_at"),
+    "on_notify": ([{"timer": start_at(1), "bad": "on_notify"}, {}, {}], "on_notify"),
+    "on_eof": ([{"eof": "raise"}], "on_eof"),
+    "snapshot after on_eof": ([{"eof": "bad"}], "snapshot"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BOUNDED_ERRORS))
+def test_a_bounded_activations_errors_name_the_step_and_key(case):
+    values, callback = BOUNDED_ERRORS[case]
+    times = [us(m) for m in (0, 5, 6)[:len(values)]]
+    with pytest.raises(LogicError) as caught:
+        driver(Ends, time=EventTime("ts")).activate_bounded("k", values, event_times=times)
+    assert (caught.value.step_id, caught.value.key, caught.value.callback) == \
+        ("s", "k", callback)
+
+
+def test_bounded_input_errors_name_the_step_and_key():
+    with pytest.raises(InputError) as caught:  # order_by values, no event times
+        driver().activate_bounded("k", [{}, {}], order=[[1, "x"]])
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")
+    unknown = [v for _, v in tag("c", [("k", {})])]
+    with pytest.raises(InputError) as caught:  # a side the step does not have
+        driver(Ends, time=EventTime("ts"), sides=["a", "b"]).activate_bounded(
+            "k", unknown, event_times=[us(0)])
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")
+
+
+def test_an_event_time_callable_and_its_errors():
+    times, _ = driver(time=EventTime(lambda v: v["when"])).read_columns(
+        "k", [{"when": start_at(0)}, {"when": None}])
+    assert times == [us(0), None]
+
+    def broken(value):
+        raise ValueError("no time")
+
+    with pytest.raises(InputError) as caught:
+        driver(time=EventTime(broken)).read_columns("k", [{"n": 1}])
+    assert (caught.value.step_id, caught.value.key, caught.value.callback,
+            caught.value.value, caught.value.reason) == \
+        ("s", "k", "event time", {"n": 1}, f"the EventTime callable {broken!r} raised "
+                                           f"ValueError('no time')")
+
+
+def test_side_errors_name_the_step_and_key():
+    with pytest.raises(ConfigError, match="^step 's': a Tagged value from side 'a'"):
+        driver(time=EventTime("ts")).side_of("k", Tagged("a", {}))
+    with pytest.raises(InputError) as caught:
+        driver(time=EventTime("ts"), sides=["a", "b"]).side_of("k", Tagged("c", {}))
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")
