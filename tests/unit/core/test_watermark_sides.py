@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import sparkwax as sw
-from sparkwax import DISCARD, RETAIN, EventTime, SnapshotError, now
-from sparkwax.errors import ConfigError, InputError, LogicError
+from sparkwax import DISCARD, RETAIN, EventTime, SnapshotError, StatefulBatchLogic, now
+from sparkwax.errors import ConfigError, InputError, LogicError, NotifyAtError
 from sparkwax.operators import Tagged, count_window, joiner, join_window, stateful_map, tag
 from sparkwax.operators import TumblingWindower
 from sparkwax.testing import Batch, Eof, run, run_bounded
@@ -244,4 +244,46 @@ def test_side_errors_name_the_step_and_key():
         driver(time=EventTime("ts")).side_of("k", Tagged("a", {}))
     with pytest.raises(InputError) as caught:
         driver(time=EventTime("ts"), sides=["a", "b"]).side_of("k", Tagged("c", {}))
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")
+
+
+class Renotify(StatefulBatchLogic):
+    """A batch logic: its first batch sets a timer at minute 1, its
+    ``on_notify`` a naive one."""
+
+    def __init__(self, resume=None):
+        self.timer = resume
+
+    def on_batch(self, values):
+        self.timer = self.timer or start_at(1)
+        return [len(values)], RETAIN
+
+    def notify_at(self):
+        return self.timer
+
+    def on_notify(self):
+        self.timer = start_at(1).replace(tzinfo=None)
+        return [], RETAIN
+
+    def snapshot(self):
+        return self.timer
+
+
+@pytest.mark.parametrize("first", ["a", "b"])
+def test_a_bounded_batch_run_ends_at_its_sides_watermark(first):
+    # in order_by order, the first two items hold the watermark at minute 0
+    # (the slower side's): the third, at minute 0 too, is late, in a run of its own
+    other = "b" if first == "a" else "a"
+    values = [v for _, v in tag(first, [("k", {})]) + tag(other, [("k", {}), ("k", {})])]
+    act = driver(Renotify, time=EventTime("ts"), sides=["a", "b"], batch=True) \
+        .activate_bounded("k", values, event_times=[us(0), us(5), us(0)], order=[[0, 1, 2]])
+    assert (act.late, act.emits) == (1, [2])
+
+
+def test_a_bounded_batch_runs_timer_error_names_the_key():
+    # in order_by order, the third item is late: a run of its own; the timer
+    # fires before it, and the run's end reads the naive timer on_notify set
+    with pytest.raises(NotifyAtError) as caught:
+        driver(Renotify, time=EventTime("ts"), batch=True).activate_bounded(
+            "k", [{}, {}, {}], event_times=[us(0), us(5), us(1)], order=[[0, 1, 2]])
     assert (caught.value.step_id, caught.value.key) == ("s", "k")
