@@ -237,6 +237,12 @@ def test_an_event_time_callable_and_its_errors():
             caught.value.value, caught.value.reason) == \
         ("s", "k", "event time", {"n": 1}, f"the EventTime callable {broken!r} raised "
                                            f"ValueError('no time')")
+    with pytest.raises(InputError) as caught:  # a field, missing
+        driver(time=EventTime("ts")).read_columns("k", [{"n": 1}])
+    assert (caught.value.step_id, caught.value.key, caught.value.callback,
+            caught.value.value, caught.value.reason) == \
+        ("s", "k", "event time", {"n": 1}, "EventTime('ts') needs each value to have a 'ts' "
+                                           "field (a mapping key or an attribute)")
 
 
 def test_side_errors_name_the_step_and_key():
