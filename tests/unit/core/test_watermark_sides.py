@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from datetime import datetime, timedelta, timezone
 
@@ -184,12 +185,14 @@ def test_a_bounded_snapshot_is_taken_before_on_eof():
 
 
 def test_a_bounded_watermark_is_the_slowest_sides():
-    # side b stays at minute 0: a's timer at minute 1 never becomes due
+    # a's timer at minute 1 is due once b, at minute 5, is the slower side: before
+    # a's item at minute 7 (before the one at minute 6, b's minute 0 held it back)
     values = [v for _, v in tag("a", [("k", {"timer": start_at(1)})]) + tag("b", [("k", {})]) +
               tag("a", [("k", {}), ("k", {})])]
     act = driver(Ends, time=EventTime("ts"), sides=["a", "b"]).activate_bounded(
-        "k", values, event_times=[us(0), us(0), us(5), us(6)])
-    assert (act.fired, act.timer) == (0, ms(1))
+        "k", values, event_times=[us(0), us(5), us(6), us(7)])
+    assert (act.fired, act.timer) == (1, None)
+    assert act.emits[3] == ("fired", start_at(5))
 
 
 BOUNDED_ERRORS = {  # values (at minutes 0, 5, 6, ...), then the callback named
@@ -237,6 +240,11 @@ def test_an_event_time_callable_and_its_errors():
             caught.value.value, caught.value.reason) == \
         ("s", "k", "event time", {"n": 1}, f"the EventTime callable {broken!r} raised "
                                            f"ValueError('no time')")
+    with pytest.raises(InputError) as caught:  # a naive datetime
+        driver(time=EventTime("ts")).read_columns("k", [{"ts": datetime(2024, 1, 1)}])
+    assert (caught.value.key, caught.value.reason) == \
+        ("k", "the event time column 'ts' must hold aware datetimes: naive datetime; use an "
+              "aware one, e.g. tzinfo=timezone.utc")
     with pytest.raises(InputError) as caught:  # a field, missing
         driver(time=EventTime("ts")).read_columns("k", [{"n": 1}])
     assert (caught.value.step_id, caught.value.key, caught.value.callback,
@@ -293,3 +301,17 @@ def test_a_bounded_batch_runs_timer_error_names_the_key():
         driver(Renotify, time=EventTime("ts"), batch=True).activate_bounded(
             "k", [{}, {}, {}], event_times=[us(0), us(5), us(1)], order=[[0, 1, 2]])
     assert (caught.value.step_id, caught.value.key) == ("s", "k")
+
+
+@dataclasses.dataclass
+class Event:
+    ts: datetime
+    n: int
+
+
+def test_a_dataclass_events_fields_and_the_event_times_length():
+    times, order = driver(time=EventTime("ts"), order_by="n").read_columns(
+        "k", [Event(start_at(0), 2), Event(start_at(1), 1)])
+    assert (times, order) == ([us(0), us(1)], ([2, 1],))
+    with pytest.raises(ValueError, match="^1 event times for 2 values$"):
+        driver(time=EventTime("ts")).activate("k", None, [{}, {}], 0, event_times=[0])
