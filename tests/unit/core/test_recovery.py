@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import threading
 from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -16,7 +17,7 @@ from sparkwax.recovery import FORMAT_VERSION, BlobInfo, blob_info, decode, encod
 from sparkwax.testing.strategies import START
 
 from kit import UTC
-from test_driver_steps import NAIVE, assert_error, driver, raised
+from test_driver_steps import NAIVE, Keeper, assert_error, driver, raised
 from test_fast_path_cases import ms
 from test_two_clocks import TIME, Deadlined
 
@@ -185,4 +186,13 @@ def test_the_drivers_decode_names_the_step_and_key():
     assert driver().decode("k", encode({"n": 1}, step_id="s", key="k")) == {"n": 1}
     with pytest.raises(SnapshotError) as caught:
         driver().decode("k", b"junk")
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")
+
+
+def test_encode_live_names_the_step_and_key():
+    logic = Keeper({"n": 1})
+    assert decode(driver().encode_live("k", logic), step_id="s", key="k") == {"n": 1}
+    logic.state["lock"] = threading.Lock()
+    with pytest.raises(SnapshotError) as caught:
+        driver().encode_live("k", logic)
     assert (caught.value.step_id, caught.value.key) == ("s", "k")

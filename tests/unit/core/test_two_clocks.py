@@ -319,7 +319,7 @@ def test_batch_logics_have_deadlines_too(restore):
 
 class Deadlined(Keeper):
     """``Keeper`` with a processing deadline: ``deadline``, or ``bad``
-    "deadline" to raise."""
+    "deadline" to raise; its ``on_eof`` emits ``("eof",)``."""
 
     def processing_notify_at(self):
         if self.state.get("bad") == "deadline":
@@ -329,6 +329,9 @@ class Deadlined(Keeper):
     def on_processing_notify(self):
         self.state.pop("deadline")
         return [("deadline", sw.processing_now())], RETAIN
+
+    def on_eof(self):
+        return [("eof",)], RETAIN
 
 
 def test_a_processing_deadline_that_raises_or_is_naive():
@@ -356,3 +359,22 @@ def test_metrics_carry_the_callback_time_and_the_deadlines_fired(monkeypatch):
     act = step.activate("k", first.state, [], 0, processing_ms=ms(1))
     assert act.emits == [("deadline", START + timedelta(minutes=1))]
     assert act.metrics().processing_timers_fired == 1 and act.metrics().timers_fired == 1
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_a_two_clock_activation_without_event_times_fires_its_deadline(live):
+    # (the plain path has no deadlines: this one must take the general path),
+    # and is not EOF unless told
+    step = driver(Deadlined, time=TIME)
+
+    def call(logic, stored, values, processing_ms):
+        if live:
+            return step.activate_live("k", logic, stored, values, 0,
+                                      processing_ms=processing_ms)
+        return step.activate("k", stored, values, 0, processing_ms=processing_ms), None
+
+    first, logic = call(None, None, [{"deadline": START}], 0)
+    assert first.emits == [{"deadline": START}] and first.deadline == ms(0)
+    act, _ = call(logic, first.state, [], ms(1))
+    assert act.emits == [("deadline", START + timedelta(minutes=1))]
+    assert (act.deadline_fired, act.deadline) == (1, None)
