@@ -196,3 +196,15 @@ def test_encode_live_names_the_step_and_key():
     with pytest.raises(SnapshotError) as caught:
         driver().encode_live("k", logic)
     assert (caught.value.step_id, caught.value.key) == ("s", "k")
+    logic.state["bad"] = "snapshot"
+    error = raised(driver().encode_live, "k", logic)
+    assert_error(error, CallbackError, "s", "k", "snapshot", NO_VALUE,
+                 "snapshot() raised ValueError('no snapshot')")
+
+
+@pytest.mark.parametrize("order", [None, [[1, 2]]])  # the plain path, the general one
+def test_a_live_logics_notify_at_error(order):
+    error = raised(driver().activate_live, "k", Keeper({"bad": "notify_at"}), None, [{}, {}], 0,
+                   order=order)
+    assert_error(error, CallbackError, "s", "k", "notify_at", NO_VALUE,
+                 "notify_at() raised ValueError('no timer')")
