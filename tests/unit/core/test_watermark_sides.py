@@ -213,6 +213,7 @@ def test_a_bounded_activations_errors_name_the_step_and_key(case):
         driver(Ends, time=EventTime("ts")).activate_bounded("k", values, event_times=times)
     assert (caught.value.step_id, caught.value.key, caught.value.callback) == \
         ("s", "k", callback)
+    assert ("(got " in str(caught.value)) is (callback == "on_item")  # no value shown
 
 
 def test_bounded_input_errors_name_the_step_and_key():
@@ -315,3 +316,21 @@ def test_a_dataclass_events_fields_and_the_event_times_length():
     assert (times, order) == ([us(0), us(1)], ([2, 1],))
     with pytest.raises(ValueError, match="^1 event times for 2 values$"):
         driver(time=EventTime("ts")).activate("k", None, [{}, {}], 0, event_times=[0])
+
+
+class RaisesOnBatch(StatefulBatchLogic):
+    def __init__(self, resume=None):
+        pass
+
+    def on_batch(self, values):
+        raise ValueError("no batch")
+
+    def snapshot(self):
+        return None
+
+
+def test_a_batch_callbacks_error_shows_its_values():
+    with pytest.raises(LogicError) as caught:
+        driver(RaisesOnBatch, batch=True).activate("k", None, [1, 2], 0)
+    assert (caught.value.callback, caught.value.value) == ("on_batch", [1, 2])
+    assert str(caught.value).endswith("(got [1, 2])")
