@@ -30,8 +30,8 @@ bench: $(STAMP)
 
 # Mutation testing of the driver: mutmut (the `mutate` extra, a dev tool only)
 # over sparkwax/_driver.py with the driver's fast unit tests (the [mutmut]
-# section of setup.cfg); the score and the survivors: docs/performance.md,
-# "Mutation testing". JOBS: parallel mutants (default 2).
+# section of setup.cfg); the score and the survivors: docs/testing.md,
+# "Mutation testing of the driver". JOBS: parallel mutants (default 2).
 mutate: $(STAMP)
 	$(PY) -m pip install -q -e ".[mutate]"
 	$(VENV)/bin/mutmut run --max-children $(or $(JOBS),2)

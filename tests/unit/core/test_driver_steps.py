@@ -8,13 +8,16 @@ the counts and restore cases.
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import pytest
 
 import sparkwax as sw
 from sparkwax._driver import Driver
-from sparkwax.errors import NO_VALUE
+from sparkwax.errors import NO_VALUE, BuilderError, CallbackError, InputError, LogicError
 from sparkwax.logic import RETAIN, StatefulBatchLogic, StatefulLogic
+from sparkwax.operators import tag
+from sparkwax.recovery import encode
 from sparkwax.step import Step
 from sparkwax.testing.strategies import START
 
@@ -285,3 +288,112 @@ def test_a_timer_fires_at_its_own_millisecond_and_not_before(builder, batch, fla
                 acts = driver.activate_plain_keys(["k"], [stored], [[]], [ms(7)], now_ms)
                 counts.append((acts.metrics.timers_fired, acts.timers[0]))
         assert counts == [(0, ms(7)), (1, None)], entry
+
+
+# -- every field of each error (a host shows them all) --------------------------
+
+TIME = sw.EventTime("ts")
+NAIVE = datetime(2024, 1, 1)
+
+
+def raised(call, *args, **kwargs):
+    with pytest.raises(LogicError) as info:
+        call(*args, **kwargs)
+    return info.value
+
+
+def assert_error(error, kind, step_id, key, callback, value, reason):
+    """Every field of a LogicError, and its text (which shows ``value`` unless
+    it is NO_VALUE, so NO_VALUE and None differ)."""
+    want = kind(step_id, key, callback, value, reason)
+    assert type(error) is kind
+    assert (error.step_id, error.key, error.callback, error.value, error.reason) == \
+        (want.step_id, want.key, want.callback, want.value, want.reason)
+    assert str(error) == str(want)
+
+
+class Keeper(StatefulLogic):
+    """Keeps its snapshot; what it is given decides what its callbacks do:
+    ``timer`` (notify_at), ``bad`` (the callback named raises), ``emits``
+    (on_item's emits), ``clocks`` (the snapshot records the clocks)."""
+
+    def __init__(self, resume=None):
+        self.state = dict(resume or {})
+
+    def on_item(self, value):
+        self.state.update(value)
+        return self.state.get("emits", [value]), RETAIN
+
+    def notify_at(self):
+        if self.state.get("bad") == "notify_at":
+            raise ValueError("no timer")
+        return self.state.get("timer")
+
+    def on_notify(self):
+        self.state.pop("timer")
+        return [], RETAIN
+
+    def snapshot(self):
+        if self.state.get("bad") == "snapshot":
+            raise ValueError("no snapshot")
+        if "clocks" in self.state:  # the clocks the snapshot was taken at
+            return {**self.state, "clocks": (sw.now(), sw.processing_now())}
+        return self.state
+
+
+def driver(builder=Keeper, **options):
+    return Driver(Step.of(builder, step_id="s", **options))
+
+
+def test_an_order_by_callable_that_raises():
+    value = {"n": 1}
+
+    def order(row):
+        raise ValueError("no order")
+
+    error = raised(driver(order_by=order).read_columns, "k", [value])
+    assert_error(error, InputError, "s", "k", "order_by", value,
+                 "the order_by callable raised ValueError('no order')")
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_order_by_values_that_cannot_be_compared(bounded):
+    reason = ("the rows' order_by values cannot be compared: '<' not supported between "
+              "instances of 'str' and 'int'")
+    if bounded:  # a step with sides: its rows arranged with their side numbers
+        values = [v for _, v in tag("a", [("k", {"ts": START})]) +
+                  tag("b", [("k", {"ts": START})])]
+        error = raised(driver(time=TIME, sides=["a", "b"]).activate_bounded, "k", values,
+                       event_times=[0, 0], order=[[1, "x"]])
+    else:
+        error = raised(driver().activate, "k", None, [{}, {}], 0, order=[[1, "x"]])
+    assert_error(error, InputError, "s", "k", "order_by", NO_VALUE, reason)
+
+
+def test_emits_whose_iteration_raises():
+    def emits():
+        yield 1
+        raise ValueError("broken")
+
+    error = raised(driver().activate, "k", None, [{"emits": emits()}], 0)
+    assert_error(error, CallbackError, "s", "k", "on_item", NO_VALUE,
+                 "iterating the emits raised ValueError('broken')")
+
+
+@pytest.mark.parametrize("resume", [None, {"n": 1}])
+def test_a_builder_that_raises(resume):
+    def builder(snapshot):
+        raise ValueError("no logic")
+
+    stored = None if resume is None else encode(resume, step_id="s", key="k")
+    error = raised(driver(builder).activate, "k", stored, [{}], 0)
+    what = "builder(None)" if resume is None else "builder(resume_state)"
+    assert_error(error, BuilderError, "s", "k", what, NO_VALUE if resume is None else resume,
+                 "the builder raised ValueError('no logic')")
+
+
+@pytest.mark.parametrize("callback", ["snapshot", "notify_at"])
+def test_snapshot_or_notify_at_that_raises(callback):
+    error = raised(driver().activate, "k", None, [{"bad": callback}], 0)
+    assert_error(error, CallbackError, "s", "k", callback, NO_VALUE,
+                 f"{callback}() raised ValueError('no {callback.replace('notify_at', 'timer')}')")

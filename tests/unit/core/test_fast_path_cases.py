@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 import sparkwax as sw
-from sparkwax._driver import Driver
+from sparkwax._driver import Driver, sorted_keys
 from sparkwax.errors import NO_VALUE
 from sparkwax.logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic
 from sparkwax.metrics import StepMetrics
@@ -230,3 +230,8 @@ def test_an_untouched_key_keeps_its_stored_bytes():
         assert (act.emits, act.fired, act.created, act.discarded, act.rows) == ([], 0, 0, 0, 0)
         assert repr(act.snapshot) == "<unchanged snapshot>"
 
+
+
+def test_hosts_run_keys_sorted_and_unique():
+    assert sorted_keys([10, 9, 10]) == [9, 10]
+    assert sorted_keys(["b", 1, "a"]) == [1, "a", "b"]  # not comparable: type name, repr

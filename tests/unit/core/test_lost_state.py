@@ -14,10 +14,12 @@ from sparkwax import LostStateWarning
 from sparkwax._driver import Driver
 from sparkwax.step import Step
 from sparkwax.testing import Batch, Eof, check_logic, run
-from sparkwax.testing.strategies import timestamped_items
+from sparkwax.testing.strategies import START, timestamped_items
 from sparkwax.testing.strategies.check import LogicCheckFailed
 
 from kit import T0
+from test_driver_steps import Keeper, driver
+from test_fast_path_cases import ms
 
 TIME = sw.EventTime("ts")
 
@@ -169,3 +171,33 @@ def test_the_packed_host_keeps_the_committed_timer_per_key():
     again = Bucket.decode(stored)
     assert (again.timer("a"), again.timer("b")) == (1_000, None)
     assert type(again.timer("a")) is int
+
+
+class Forgetful(Keeper):
+    """Keeps its timer outside its snapshot: a rebuilt one has none."""
+
+    def snapshot(self):
+        return {k: v for k, v in self.state.items() if k != "timer"}
+
+
+def test_no_committed_timer_is_no_lost_state():
+    # A host that does not keep the committed timer passes none: no warning.
+    stored = driver().activate("k", None, [{"timer": START}], 0).state
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LostStateWarning)
+        for order in (None, [[1, 2]]):  # the plain path, the general one
+            act = driver().activate("k", stored, [{"n": 1}, {"n": 2}], 0, order=order)
+            assert act.timer == ms(0) and act.emits == [{"n": 1}, {"n": 2}]
+
+
+def test_the_lost_state_warning_names_the_users_class_and_both_timers():
+    step = driver(Forgetful, max_state_bytes=10_000)  # a wrapped logic: the user's is named
+    first = step.activate("k", None, [{"timer": START}], 0)
+    with pytest.warns(LostStateWarning) as caught:
+        step.activate("k", first.state, [], 0, committed_timer=first.timer)
+    assert str(caught[0].message) == (
+        f"step 's': Forgetful rebuilt from its snapshot (key 'k') has notify_at() = None, "
+        f"but the logic that committed the snapshot had {START.isoformat()}. Every "
+        f"activation rebuilds the logic with builder(snapshot) (as Spark's state store "
+        f"does), so state kept outside snapshot() is lost: put it in snapshot(). (Warned "
+        f"once per step.)")

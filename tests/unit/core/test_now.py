@@ -6,6 +6,7 @@ import sparkwax as sw
 from sparkwax.testing import Batch, Eof, Tick, run, run_bounded
 
 from kit import T0, event as at
+from test_driver_steps import TIME, driver
 
 
 class SeesNow(sw.StatefulLogic):
@@ -60,3 +61,14 @@ def test_now_advances_item_by_item_in_bounded_event_time():
 def test_now_is_none_without_a_clock():
     result = run_bounded(SeesNow, [("k", 1)])
     assert result.by_key["k"] == [("item", None), ("eof", None)]
+
+
+def test_now_is_the_watermark_or_the_processing_time():
+    def watermark():
+        return 1
+
+    def processing():
+        return 2
+
+    assert driver().now_ms(watermark, processing) == 2
+    assert driver(time=TIME).now_ms(watermark, processing) == 1

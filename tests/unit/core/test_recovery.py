@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import pickle
+import threading
 from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
 
+import sparkwax as sw
 from sparkwax import SnapshotError
+from sparkwax.errors import NO_VALUE, CallbackError, NotifyAtError
 from sparkwax.recovery import FORMAT_VERSION, BlobInfo, blob_info, decode, encode
+from sparkwax.testing.strategies import START
 
 from kit import UTC
+from test_driver_steps import NAIVE, Keeper, assert_error, driver, raised
+from test_fast_path_cases import ms
+from test_two_clocks import TIME, Deadlined
 
 STEP, KEY = "codec-step", "key-42"
 
@@ -147,3 +154,57 @@ def test_unpicklable_snapshot_raises_snapshot_error_naming_the_key():
     err = info.value
     assert err.key == KEY and err.step_id == STEP and err.callback == "snapshot"
     assert repr(KEY) in str(err) and "lock" in str(err)
+
+
+def test_restore_check_restores_and_commits_at_the_given_clocks():
+    resume = {"timer": START, "deadline": START + timedelta(minutes=1), "clocks": None}
+    stored = encode(resume, step_id="s", key="k")
+    blob, timer, deadline = driver(Deadlined, time=TIME).restore_check(
+        "k", stored, ms(5), ms(7))
+    assert (timer, deadline) == (ms(0), ms(1))
+    clocks = (START + timedelta(minutes=5), START + timedelta(minutes=7))
+    assert decode(blob, step_id="s", key="k") == {**resume, "clocks": clocks}
+    assert sw.now() is None  # the clock is reset
+    # ProcessingTime, no deadlines, no clock given
+    blob, timer, deadline = driver().restore_check("k", stored)
+    assert (timer, deadline) == (ms(0), None)
+    assert decode(blob, step_id="s", key="k") == {**resume, "clocks": (None, None)}
+
+
+def test_restore_check_raises_what_an_activation_would():
+    bad = encode({"bad": "snapshot"}, step_id="s", key="k")
+    error = raised(driver().restore_check, "k", bad, 0)
+    assert_error(error, CallbackError, "s", "k", "snapshot", NO_VALUE,
+                 "snapshot() raised ValueError('no snapshot')")
+    naive = encode({"timer": NAIVE}, step_id="s", key="k")
+    error = raised(driver().restore_check, "k", naive, 0)
+    assert type(error) is NotifyAtError and (error.key, error.value) == ("k", NAIVE)
+    assert sw.now() is None
+
+
+def test_the_drivers_decode_names_the_step_and_key():
+    assert driver().decode("k", encode({"n": 1}, step_id="s", key="k")) == {"n": 1}
+    with pytest.raises(SnapshotError) as caught:
+        driver().decode("k", b"junk")
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")
+
+
+def test_encode_live_names_the_step_and_key():
+    logic = Keeper({"n": 1})
+    assert decode(driver().encode_live("k", logic), step_id="s", key="k") == {"n": 1}
+    logic.state["lock"] = threading.Lock()
+    with pytest.raises(SnapshotError) as caught:
+        driver().encode_live("k", logic)
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")
+    logic.state["bad"] = "snapshot"
+    error = raised(driver().encode_live, "k", logic)
+    assert_error(error, CallbackError, "s", "k", "snapshot", NO_VALUE,
+                 "snapshot() raised ValueError('no snapshot')")
+
+
+@pytest.mark.parametrize("order", [None, [[1, 2]]])  # the plain path, the general one
+def test_a_live_logics_notify_at_error(order):
+    error = raised(driver().activate_live, "k", Keeper({"bad": "notify_at"}), None, [{}, {}], 0,
+                   order=order)
+    assert_error(error, CallbackError, "s", "k", "notify_at", NO_VALUE,
+                 "notify_at() raised ValueError('no timer')")

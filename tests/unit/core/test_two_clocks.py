@@ -7,18 +7,21 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import sparkwax as sw
+from sparkwax import _driver
 from sparkwax._driver import Driver
-from sparkwax.errors import ConfigError, NotifyAtError
+from sparkwax.errors import NO_VALUE, CallbackError, ConfigError, NotifyAtError
 from sparkwax.logic import DISCARD, RETAIN, StatefulLogic
 from sparkwax.operators import Ttl, collect_window, with_max_wait, with_ttl
 from sparkwax.operators import SessionWindower
 from sparkwax.step import Step, uses_deadlines
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, run, run_bounded
 from sparkwax.testing.reference import Counter, IdleAlarm
-from sparkwax.testing.strategies import check_logic, timestamped_items
+from sparkwax.testing.strategies import START, check_logic, timestamped_items
 from sparkwax.testing.strategies.check import LogicCheckFailed
 
 from kit import MIN, NOON as T0, REPO
+from test_driver_steps import NAIVE, Keeper, assert_error, driver, raised
+from test_fast_path_cases import ms
 
 TIME = sw.EventTime("ts")
 
@@ -312,3 +315,66 @@ def test_batch_logics_have_deadlines_too(restore):
               Batch([("k", ev(3, T0 + MIN))], now=T0 + 2 * MIN), Tick(now=T0 + 4 * MIN)]
     out = run(BatchAlarm, script, time=TIME, batch=True, restore=restore)
     assert out.by_key["k"] == [("batch", 2), ("alarm", 2), ("batch", 3), ("alarm", 3)]
+
+
+class Deadlined(Keeper):
+    """``Keeper`` with a processing deadline: ``deadline``, or ``bad``
+    "deadline" to raise; its ``on_eof`` emits ``("eof",)``."""
+
+    def processing_notify_at(self):
+        if self.state.get("bad") == "deadline":
+            raise ValueError("no deadline")
+        return self.state.get("deadline")
+
+    def on_processing_notify(self):
+        self.state.pop("deadline")
+        return [("deadline", sw.processing_now())], RETAIN
+
+    def on_eof(self):
+        return [("eof",)], RETAIN
+
+
+def test_a_processing_deadline_that_raises_or_is_naive():
+    step = driver(Deadlined, time=TIME)
+    error = raised(step.activate, "k", None, [{"bad": "deadline"}], 0, processing_ms=0)
+    assert_error(error, CallbackError, "s", "k", "processing_notify_at", NO_VALUE,
+                 "processing_notify_at() raised ValueError('no deadline')")
+    error = raised(step.activate, "k", None, [{"deadline": NAIVE}], 0, processing_ms=0)
+    assert_error(error, NotifyAtError, "s", "k", "processing_notify_at", NAIVE,
+                 "processing_notify_at() must return None or an aware datetime: naive "
+                 "datetime; use an aware one, e.g. tzinfo=timezone.utc")
+
+
+def test_metrics_carry_the_callback_time_and_the_deadlines_fired(monkeypatch):
+    ticks = iter([0, 2_000_000])  # ns: the activation took 2 ms
+    monkeypatch.setattr(_driver, "perf_counter_ns", lambda: next(ticks))
+    act = driver().activate("k", None, [{}], 0)
+    assert act.callback_us == 2000 and act.metrics().callback_us == 2000
+    ticks = iter([0, 3_000_000])
+    acts = driver().activate_plain_keys(["k"], [None], [[{}]], [NO_VALUE], 0)
+    assert acts.metrics.callback_us == 3000
+    monkeypatch.undo()
+    step = driver(Deadlined, time=TIME)
+    first = step.activate("k", None, [{"deadline": START}], 0, processing_ms=0)
+    act = step.activate("k", first.state, [], 0, processing_ms=ms(1))
+    assert act.emits == [("deadline", START + timedelta(minutes=1))]
+    assert act.metrics().processing_timers_fired == 1 and act.metrics().timers_fired == 1
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_a_two_clock_activation_without_event_times_fires_its_deadline(live):
+    # (the plain path has no deadlines: this one must take the general path),
+    # and is not EOF unless told
+    step = driver(Deadlined, time=TIME)
+
+    def call(logic, stored, values, processing_ms):
+        if live:
+            return step.activate_live("k", logic, stored, values, 0,
+                                      processing_ms=processing_ms)
+        return step.activate("k", stored, values, 0, processing_ms=processing_ms), None
+
+    first, logic = call(None, None, [{"deadline": START}], 0)
+    assert first.emits == [{"deadline": START}] and first.deadline == ms(0)
+    act, _ = call(logic, first.state, [], ms(1))
+    assert act.emits == [("deadline", START + timedelta(minutes=1))]
+    assert (act.deadline_fired, act.deadline) == (1, None)
