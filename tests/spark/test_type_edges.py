@@ -207,3 +207,13 @@ def test_a_bigint_beside_a_null_reaches_the_logic_exactly(spark, tmp_path, host,
     assert got == expected
     assert expected == {"k": [("7", "None"), ("None", repr(BIG - 1)), (repr(BIG), repr(BIG))],
                         "j": [(repr(BIG), "1")]}
+
+
+@HOSTS
+def test_the_least_bigint_in_a_nullable_bigint_column_is_refused_by_name(spark, host, buckets):
+    # it stands for a null on the way to the hosts: as a value it is refused, never a None
+    frame = spark.createDataFrame([("k", -2**63, 1), ("k", None, 2)], "key string, n long, o long")
+    out = sw.stateful(frame, key="key", builder=Handed, output_schema="n string, o string",
+                      host=host, buckets=buckets, step_id="least")
+    with pytest.raises(Exception, match="step 'least': column 'n' holds -9223372036854775808"):
+        out.collect()

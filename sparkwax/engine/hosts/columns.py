@@ -24,12 +24,12 @@ NULL_MICROS = -(1 << 63)
 timestamps end at year 1, far above): the plan sends them so
 (``plan._project``), not as null, which pandas would hand as a float
 column, exact to 2**53 µs only (~285 years from 1970)."""
-NULL_MASK = "__sw_null_"
-"""The prefix of a nullable bigint column's null mask: the plan sends such a
-column with nulls as ``NULL_MICROS`` (the least bigint) and ``NULL_MASK +
-name`` true where it was null (``InputLayout.null_masks``), so it stays
-int64; pandas would hand a bigint column with a null as floats, exact to
-2**53 only. The host reads the mask only for a group holding that value."""
+NULL_LONGS = "null_longs"
+"""How the plan sends a nullable bigint value or ``order_by`` column
+(``InputLayout.null_longs``): its nulls as ``NULL_MICROS`` (the least
+bigint, which the plan refuses as a value there), so the column stays int64;
+pandas would hand a bigint column with a null as floats, exact to 2**53
+only. The host turns that value back into None."""
 NESTED = "nested"
 """A column whose type holds an array (at any depth): pyspark hands arrays as
 numpy arrays, whose dtype depends on the other rows converted with them; they
@@ -46,12 +46,12 @@ class InputLayout:
     scalar: bool                     # value= one column: hand the scalar
     order_by: Tuple[str, ...]        # sort columns (frame names)
     event_column: Optional[str]      # frame column with event time in µs (EventTime mode)
-    null_masks: Tuple[Tuple[str, str], ...] = ()  # (column, its NULL_MASK column) pairs
+    null_longs: Tuple[str, ...] = ()  # bigint columns with nulls as NULL_MICROS (NULL_LONGS)
 
     def needed(self) -> List[str]:
         """The frame columns the values, event times and order are read from."""
         event = [self.event_column] if self.event_column is not None else []
-        return [*self.sources, *event, *self.order_by, *(mask for _, mask in self.null_masks)]
+        return [*self.sources, *event, *self.order_by]
 
 
 def group_frame(frames: Iterator[pd.DataFrame]) -> pd.DataFrame:
@@ -76,8 +76,8 @@ def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarr
         return (), ([] if layout.event_column else None), None
     columns = [_column(_take(_column_values(frame, source), rows), kind)
                for source, kind in zip(layout.sources, layout.kinds)]
-    if layout.null_masks:
-        _nulls_back(columns, layout.sources, frame, layout.null_masks, rows)
+    if layout.null_longs:
+        _nulls_back(columns, layout.sources, layout.null_longs)
     if layout.scalar:
         values = columns[0]
     else:
@@ -93,23 +93,22 @@ def read_group(frame: pd.DataFrame, layout: InputLayout, rows: Optional[np.ndarr
     if layout.order_by:
         order = [_column(_take(_column_values(frame, name), rows), OTHER)
                  for name in layout.order_by]
-        if layout.null_masks:
-            _nulls_back(order, layout.order_by, frame, layout.null_masks, rows)
+        if layout.null_longs:
+            _nulls_back(order, layout.order_by, layout.null_longs)
     return values, times, order
 
 
-def _nulls_back(columns: List[List[Any]], names: Sequence[str], frame: pd.DataFrame,
-                masks: Sequence[Tuple[str, str]], rows: Optional[np.ndarray]) -> None:
-    """None where a masked column's null mask (``NULL_MASK``) is true, in
-    place in ``columns`` (read from the frame columns ``names``); a column
-    without ``NULL_MICROS`` in it has no null (one C-level scan)."""
-    for name, mask_name in masks:
+def _nulls_back(columns: List[List[Any]], names: Sequence[str], null_longs: Sequence[str]
+                ) -> None:
+    """None for ``NULL_MICROS`` in the ``null_longs`` columns, in place in
+    ``columns`` (read from the frame columns ``names``); one C-level scan
+    finds a column without a null."""
+    for name in null_longs:
         if name in names:
             index = names.index(name)
             column = columns[index]
             if NULL_MICROS in column:
-                mask = _take(_column_values(frame, mask_name), rows).tolist()
-                columns[index] = [None if null else value for value, null in zip(column, mask)]
+                columns[index] = [None if value == NULL_MICROS else value for value in column]
 
 
 def time_order(frame: pd.DataFrame, layout: InputLayout) -> Optional[np.ndarray]:

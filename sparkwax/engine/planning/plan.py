@@ -22,8 +22,7 @@ from ...logic import Builder
 from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX
 from ...step import HOSTS, Host, SchemaSpec, Step, as_step
 from ...timers import EventTime, TimeMode
-from ..hosts.columns import (INTEGER, NESTED, NULL_MASK, NULL_MICROS, OTHER, TIMESTAMP,
-                             InputLayout)
+from ..hosts.columns import INTEGER, NESTED, NULL_MICROS, OTHER, TIMESTAMP, InputLayout
 from ..hosts.host import NO_TIMEOUT, BoundedHost, StreamingHost
 from ..hosts.outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from ..hosts.packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
@@ -134,7 +133,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     driver = Driver(step)
     spark = df.sparkSession
     masked = _masked_longs(keys, [*value_names, *order], fields)
-    projected = _project(df, keys, value_names, order, fields, time, masked)
+    projected = _project(df, keys, value_names, order, fields, time, masked, step_id)
     event_source = {time.column: _EVENT_US} if isinstance(time, EventTime) else {}
     layout = InputLayout(
         names=tuple(value_names),
@@ -143,7 +142,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         scalar=value is not None,
         order_by=tuple(event_source.get(n, n) for n in order),
         event_column=_EVENT_US if event else None,
-        null_masks=tuple((name, NULL_MASK + name) for name in masked),
+        null_longs=tuple(masked),
     )
     outputs = OutputBuilder(keys, schema, step_id, metrics=df.isStreaming)
     out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
@@ -345,12 +344,13 @@ def _as_function(host: HostFunction, spark: Any) -> Callable[..., Any]:
 
 def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
              order: Sequence[str], fields: Mapping[str, T.StructField],
-             time: Optional[TimeMode], masked: Sequence[str] = ()) -> DataFrame:
+             time: Optional[TimeMode], masked: Sequence[str] = (),
+             step_id: str = "") -> DataFrame:
     """Key, value and order columns; timestamps as epoch µs, nulls as
     ``NULL_MICROS`` so the column stays int64 (event column kept as a
     timestamp for the watermark, plus its µs copy); the ``masked`` bigint
-    columns with nulls as ``NULL_MICROS`` and their null masks
-    (``columns.NULL_MASK``)."""
+    columns with nulls as ``NULL_MICROS`` (``columns.NULL_LONGS``), that
+    value itself refused by name."""
     wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
     event = isinstance(time, EventTime)
     event_column = cast(EventTime, time).column if event else ""
@@ -361,8 +361,12 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
                 event and name == event_column):
             column = F.coalesce(F.unix_micros(column), F.lit(NULL_MICROS)).alias(name)
         if name in masked:
-            columns.append(column.isNull().alias(NULL_MASK + name))
-            column = F.coalesce(column, F.lit(NULL_MICROS).cast(T.LongType())).alias(name)
+            least = F.lit(NULL_MICROS).cast(T.LongType())
+            refused = F.raise_error(F.lit(
+                f"step {step_id!r}: column {name!r} holds {NULL_MICROS}, the least bigint, "
+                "which sparkwax sends in place of a null in a nullable bigint input column"))
+            column = F.when(column == least, refused).otherwise(
+                F.coalesce(column, least)).cast(T.LongType()).alias(name)
         columns.append(column)
     if event:
         if event_column not in wanted:
@@ -374,8 +378,8 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
 
 def _masked_longs(keys: Sequence[str], names: Sequence[str],
                   fields: Mapping[str, T.StructField]) -> List[str]:
-    """The nullable bigint value and order columns: sent with a null mask
-    (``columns.NULL_MASK``), as pandas would hand them as floats with a null
+    """The nullable bigint value and order columns: sent with their nulls as
+    a value (``columns.NULL_LONGS``), as pandas would hand them as floats with a null
     among them (a bigint beyond 2**53 rounded). Narrower integers fit a float."""
     return [name for name in dict.fromkeys(names) if name not in keys
             and fields[name].nullable and isinstance(fields[name].dataType, T.LongType)]
