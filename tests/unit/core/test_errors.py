@@ -14,9 +14,12 @@ from sparkwax import (RETAIN, BuilderError, CallbackError, CheckpointError, Conf
                       LogicError, NotifyAtError, ReturnValueError, SnapshotError, SparkwaxError,
                       StatefulLogic)
 from sparkwax._driver import Driver
+from sparkwax.errors import NO_VALUE
 from sparkwax.step import Step
 from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded
 from sparkwax.testing.reference import BatchCounter, Counter
+
+from test_driver_steps import assert_error, driver, raised
 
 from kit import NOON as T0
 
@@ -387,3 +390,27 @@ def test_snapshot_error_for_unpicklable_value_can_be_pickled():
         run_one(make_logic(snapshot=lambda self: threading.Lock()))
     copy = pickle.loads(pickle.dumps(info.value))
     assert str(copy) == str(info.value) and copy.key == KEY
+
+
+NULL_KEY = ("null or NaN key; drop or fill such rows before the step "
+            "(e.g. df.na.drop(subset=[...]))")
+
+
+@pytest.mark.parametrize("key", [None, float("nan"), ("a", None), (1, float("nan"))],
+                         ids=["none", "nan", "tuple-none", "tuple-nan"])
+@pytest.mark.parametrize("values", [["x"], []], ids=["a-row", "no-row"])
+def test_a_null_key_is_an_input_error_with_every_field(key, values):
+    # every entry point: check_key itself, the general path and the plain one
+    step = driver()
+    for call in (lambda: step.check_key(key, values),
+                 lambda: step.activate(key, None, values, 0, eof=True),
+                 lambda: step.activate(key, None, values, 0)):
+        error = raised(call)
+        assert_error(error, InputError, "s", error.key, "key",
+                     values[0] if values else NO_VALUE, NULL_KEY)
+        assert error.key is key
+
+
+def test_a_key_that_is_not_null_passes_whatever_its_type():
+    for key in ["a", 3, 2.5, ("a", 1), (None,) * 0, b"k"]:
+        assert driver().check_key(key, ["x"]) is None
