@@ -14,7 +14,7 @@ from sparkwax import (RETAIN, BuilderError, CallbackError, CheckpointError, Conf
                       LogicError, NotifyAtError, ReturnValueError, SnapshotError, SparkwaxError,
                       StatefulLogic)
 from sparkwax._driver import Driver
-from sparkwax.errors import NO_VALUE
+from sparkwax.errors import NO_VALUE, ReturnValueError
 from sparkwax.step import Step
 from sparkwax.testing import Batch, Crash, Eof, Tick, run, run_bounded
 from sparkwax.testing.reference import BatchCounter, Counter
@@ -414,3 +414,67 @@ def test_a_null_key_is_an_input_error_with_every_field(key, values):
 def test_a_key_that_is_not_null_passes_whatever_its_type():
     for key in ["a", 3, 2.5, ("a", 1), (None,) * 0, b"k"]:
         assert driver().check_key(key, ["x"]) is None
+
+
+class Alarm(sparkwax.StatefulLogic):
+    """A timer due at once; its timer callbacks do what ``how`` says:
+    ``raise``, ``shape`` (not a 2-tuple) or ``flag`` (a discard that is not a bool)."""
+
+    RESULTS = {"shape": ["x"], "flag": ([], "no")}
+
+    def __init__(self, resume=None):
+        self.how = resume
+
+    def on_item(self, value):
+        self.how = value
+        return [], RETAIN
+
+    def notify_at(self):
+        return None if self.how is None else datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+    def _fire(self):
+        if self.how == "raise":
+            raise ValueError("boom")
+        return self.RESULTS[self.how]
+
+    def on_notify(self):
+        return self._fire()
+
+    def snapshot(self):
+        return self.how
+
+
+class TwoClockAlarm(Alarm):
+    """Alarm's deadline instead of its timer (an EventTime step's second clock)."""
+
+    def processing_notify_at(self):
+        return self.notify_at()
+
+    def on_processing_notify(self):
+        return self._fire()
+
+
+@pytest.mark.parametrize("how", ["raise", "shape", "flag"])
+@pytest.mark.parametrize("path", ["general", "two_clocks"])
+def test_a_timer_callbacks_error_on_the_general_path_has_every_field(how, path):
+    # the general path (EOF, or a step with both timer kinds) names the key
+    # and the callback as the plain path does (test_driver_steps)
+    stored = sparkwax.recovery.encode(how, step_id="s", key="k")
+    if path == "general":
+        name, step = "on_notify", Driver(Step.of(Alarm, step_id="s"))
+        call = lambda: step.activate("k", stored, [], 2**42, eof=True)  # noqa: E731
+    else:
+        name = "on_processing_notify"
+        step = Driver(Step.of(TwoClockAlarm, step_id="s", time=EventTime("ts")))
+        call = lambda: step.activate("k", stored, [], 0, event_times=[],  # noqa: E731
+                                     processing_ms=2**42)
+    error = raised(call)
+    if how == "raise":
+        assert_error(error, CallbackError, "s", "k", name, NO_VALUE,
+                     f"{name} raised ValueError('boom')")
+    elif how == "shape":
+        assert_error(error, ReturnValueError, "s", "k", name, ["x"],
+                     "must return a 2-tuple (emits, discard)")
+    else:
+        assert_error(error, ReturnValueError, "s", "k", name, "no",
+                     "the discard flag must be a bool (RETAIN or DISCARD)")
