@@ -353,6 +353,8 @@ def test_metrics_carry_the_callback_time_and_the_deadlines_fired(monkeypatch):
     ticks = iter([0, 3_000_000])
     acts = driver().activate_plain_keys(["k"], [None], [[{}]], [NO_VALUE], 0)
     assert acts.metrics.callback_us == 3000
+    ticks = iter([0, 4_000_000])  # the general path (EOF): _result's time
+    assert driver().activate("k", None, [{}], 0, eof=True).callback_us == 4000
     monkeypatch.undo()
     step = driver(Deadlined, time=TIME)
     first = step.activate("k", None, [{"deadline": START}], 0, processing_ms=0)
