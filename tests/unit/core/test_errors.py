@@ -478,3 +478,29 @@ def test_a_timer_callbacks_error_on_the_general_path_has_every_field(how, path):
     else:
         assert_error(error, ReturnValueError, "s", "k", name, "no",
                      "the discard flag must be a bool (RETAIN or DISCARD)")
+
+
+class EndsUnpicklable(sparkwax.StatefulLogic):
+    """Its snapshot raises; on_eof discards it (so a stream's commit never asks)."""
+
+    def __init__(self, resume=None):
+        pass
+
+    def on_item(self, value):
+        return [value], RETAIN
+
+    def on_eof(self):
+        return ["eof"], sparkwax.DISCARD
+
+    def snapshot(self):
+        raise ValueError("no snapshot")
+
+
+def test_the_snapshot_before_on_eof_is_the_bounded_inputs_only():
+    # a bounded run snapshots the live logic before on_eof (its checkpoint);
+    # a stream's EOF (finish) commits after on_eof: a discarded logic, no snapshot
+    step = Driver(Step.of(EndsUnpicklable, step_id="s"))
+    assert step.activate("k", None, ["x"], 0, eof=True).emits == ["x", "eof"]
+    error = raised(step.activate_bounded, "k", ["x"])
+    assert_error(error, CallbackError, "s", "k", "snapshot", NO_VALUE,
+                 "snapshot() raised ValueError('no snapshot')")
