@@ -448,6 +448,8 @@ class TwoClockAlarm(Alarm):
     """Alarm's deadline instead of its timer (an EventTime step's second clock)."""
 
     def processing_notify_at(self):
+        if self.how == "deadline":
+            raise ValueError("no deadline")
         return self.notify_at()
 
     def on_processing_notify(self):
@@ -504,3 +506,12 @@ def test_the_snapshot_before_on_eof_is_the_bounded_inputs_only():
     error = raised(step.activate_bounded, "k", ["x"])
     assert_error(error, CallbackError, "s", "k", "snapshot", NO_VALUE,
                  "snapshot() raised ValueError('no snapshot')")
+
+
+def test_a_deadline_that_raises_when_a_restored_logic_is_asked_names_the_key():
+    # the general path asks a restored two-clock logic for its deadline first
+    step = Driver(Step.of(TwoClockAlarm, step_id="s", time=EventTime("ts")))
+    stored = sparkwax.recovery.encode("deadline", step_id="s", key="k")
+    error = raised(step.activate, "k", stored, [], 0, event_times=[], processing_ms=0)
+    assert_error(error, CallbackError, "s", "k", "processing_notify_at", NO_VALUE,
+                 "processing_notify_at() raised ValueError('no deadline')")
