@@ -432,8 +432,7 @@ class Driver:
         armed_list: List[Optional[int]] = []
         rows = fired = created = discarded = 0
         plain_steps = self._plain_steps
-        token = set_clock(self._plain_clock(now_ms))
-        try:
+        with self.plain_clock(now_ms):
             for key, blob, key_values, committed_timer in zip(keys, stored, values, committed):
                 emits, state, timer, _, armed, key_fired, _ = plain_steps(
                     key, None, blob, key_values, now_ms, committed_timer, False)
@@ -447,8 +446,6 @@ class Driver:
                     created += state is not None
                 elif state is None:
                     discarded += 1
-        finally:
-            reset_clock(token)
         return Activations(all_emits, states, timers, armed_list, StepMetrics(
             rows, 0, fired, created, discarded, sum(map(len, all_emits)),
             (perf_counter_ns() - started) // 1000))

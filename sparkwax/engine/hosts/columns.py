@@ -24,12 +24,6 @@ NULL_MICROS = -(1 << 63)
 timestamps end at year 1, far above): the plan sends them so
 (``plan._project``), not as null, which pandas would hand as a float
 column, exact to 2**53 µs only (~285 years from 1970)."""
-NULL_LONGS = "null_longs"
-"""How the plan sends a nullable bigint value or ``order_by`` column
-(``InputLayout.null_longs``): its nulls as ``NULL_MICROS`` (the least
-bigint, which the plan refuses as a value there), so the column stays int64;
-pandas would hand a bigint column with a null as floats, exact to 2**53
-only. The host turns that value back into None."""
 NESTED = "nested"
 """A column whose type holds an array (at any depth): pyspark hands arrays as
 numpy arrays, whose dtype depends on the other rows converted with them; they
@@ -38,7 +32,13 @@ reach the logic as lists, as an offline run would hand them."""
 
 @dataclass(frozen=True)
 class InputLayout:
-    """Which frame columns make a value, and how to convert each."""
+    """Which frame columns make a value, and how to convert each.
+
+    ``null_longs``: the nullable bigint value and ``order_by`` columns, which
+    the plan sends with their nulls as ``NULL_MICROS`` (the least bigint,
+    refused there as a value), so they stay int64 (pandas would hand a bigint
+    column with a null as floats, exact to 2**53 only); ``read_group`` turns
+    that value back into None."""
 
     names: Tuple[str, ...]           # value field names, in order
     sources: Tuple[str, ...]         # the frame column each value field is read from
@@ -46,12 +46,7 @@ class InputLayout:
     scalar: bool                     # value= one column: hand the scalar
     order_by: Tuple[str, ...]        # sort columns (frame names)
     event_column: Optional[str]      # frame column with event time in µs (EventTime mode)
-    null_longs: Tuple[str, ...] = ()  # bigint columns with nulls as NULL_MICROS (NULL_LONGS)
-
-    def needed(self) -> List[str]:
-        """The frame columns the values, event times and order are read from."""
-        event = [self.event_column] if self.event_column is not None else []
-        return [*self.sources, *event, *self.order_by]
+    null_longs: Tuple[str, ...] = ()  # bigint columns with nulls as NULL_MICROS
 
 
 def group_frame(frames: Iterator[pd.DataFrame]) -> pd.DataFrame:

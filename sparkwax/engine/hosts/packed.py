@@ -135,7 +135,8 @@ def split_by_key(frame: Any, key_names: Sequence[str], layout: InputLayout
 
 
 def _needed(key_names: Sequence[str], layout: InputLayout) -> List[str]:
-    return [*key_names, *layout.needed()]
+    event = [layout.event_column] if layout.event_column is not None else []
+    return [*key_names, *layout.sources, *event, *layout.order_by]
 
 
 def _key_codes(frame: pd.DataFrame, key_names: Sequence[str]) -> np.ndarray:

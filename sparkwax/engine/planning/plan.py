@@ -132,8 +132,8 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     two_clocks = bool(step.two_clocks) and df.isStreaming
     driver = Driver(step)
     spark = df.sparkSession
-    masked = _masked_longs(keys, [*value_names, *order], fields)
-    projected = _project(df, keys, value_names, order, fields, time, masked, step_id)
+    null_longs = _nullable_longs(keys, [*value_names, *order], fields)
+    projected = _project(df, keys, value_names, order, fields, time, null_longs, step_id)
     event_source = {time.column: _EVENT_US} if isinstance(time, EventTime) else {}
     layout = InputLayout(
         names=tuple(value_names),
@@ -142,7 +142,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         scalar=value is not None,
         order_by=tuple(event_source.get(n, n) for n in order),
         event_column=_EVENT_US if event else None,
-        null_longs=tuple(masked),
+        null_longs=tuple(null_longs),
     )
     outputs = OutputBuilder(keys, schema, step_id, metrics=df.isStreaming)
     out_schema = T.StructType([fields[k] for k in keys] + list(schema.fields))
@@ -344,12 +344,12 @@ def _as_function(host: HostFunction, spark: Any) -> Callable[..., Any]:
 
 def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
              order: Sequence[str], fields: Mapping[str, T.StructField],
-             time: Optional[TimeMode], masked: Sequence[str] = (),
-             step_id: str = "") -> DataFrame:
+             time: Optional[TimeMode], null_longs: Sequence[str],
+             step_id: str) -> DataFrame:
     """Key, value and order columns; timestamps as epoch µs, nulls as
     ``NULL_MICROS`` so the column stays int64 (event column kept as a
-    timestamp for the watermark, plus its µs copy); the ``masked`` bigint
-    columns with nulls as ``NULL_MICROS`` (``columns.NULL_LONGS``), that
+    timestamp for the watermark, plus its µs copy); the ``null_longs``
+    bigint columns with nulls as ``NULL_MICROS`` (``InputLayout``), that
     value itself refused by name."""
     wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
     event = isinstance(time, EventTime)
@@ -360,7 +360,7 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
         if name not in keys and isinstance(fields[name].dataType, T.TimestampType) and not (
                 event and name == event_column):
             column = F.coalesce(F.unix_micros(column), F.lit(NULL_MICROS)).alias(name)
-        if name in masked:
+        if name in null_longs:
             least = F.lit(NULL_MICROS).cast(T.LongType())
             refused = F.raise_error(F.lit(
                 f"step {step_id!r}: column {name!r} holds {NULL_MICROS}, the least bigint, "
@@ -376,10 +376,10 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
     return df.select(*columns)
 
 
-def _masked_longs(keys: Sequence[str], names: Sequence[str],
+def _nullable_longs(keys: Sequence[str], names: Sequence[str],
                   fields: Mapping[str, T.StructField]) -> List[str]:
     """The nullable bigint value and order columns: sent with their nulls as
-    a value (``columns.NULL_LONGS``), as pandas would hand them as floats with a null
+    a value (``InputLayout.null_longs``), as pandas would hand them as floats with a null
     among them (a bigint beyond 2**53 rounded). Narrower integers fit a float."""
     return [name for name in dict.fromkeys(names) if name not in keys
             and fields[name].nullable and isinstance(fields[name].dataType, T.LongType)]

@@ -1,4 +1,4 @@
-"""A nullable bigint column reaches the logic exactly (``columns.NULL_LONGS``):
+"""A nullable bigint column reaches the logic exactly (``InputLayout.null_longs``):
 the plan sends its nulls as ``NULL_MICROS``, and ``read_group`` puts None
 back, in the values and in the ``order_by`` columns, whatever rows it reads
 and in whatever order (the hosts: tests/spark/test_type_edges.py)."""
@@ -32,4 +32,3 @@ def test_a_column_not_named_is_read_as_it_is():
     plain = InputLayout(names=("n",), sources=("n",), kinds=(INTEGER,), scalar=True,
                         order_by=(), event_column=None)
     assert read_group(FRAME, plain)[0] == [BIG, NULL_MICROS, 5]
-    assert plain.needed() == ["n"] and LAYOUT.needed() == ["n", "n"]
