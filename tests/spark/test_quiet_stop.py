@@ -66,9 +66,10 @@ APP = textwrap.dedent("""
 TRACE = re.compile(r"^\tat |^Caused by|Exception|Error:|Traceback|StackOverflow")
 
 
-def _start(tmp: Path) -> subprocess.Popen:
-    app = tmp / "two_queries.py"
-    app.write_text(APP)
+def _start(tmp: Path, text: str = APP) -> subprocess.Popen:
+    """Run ``text`` as an app reading ``tmp/in`` and writing ``tmp/run``, in its own group."""
+    app = tmp / "app.py"
+    app.write_text(text)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     return subprocess.Popen([sys.executable, str(app), str(tmp / "in"), str(tmp / "run")],
@@ -128,3 +129,49 @@ def test_a_graceful_stop_of_two_queries_prints_no_error_and_loses_nothing(spark,
         offline = Runner(Accumulator, time=TIME, no_data_batches=False).run(ran)
         assert _outputs(spark, tmp_path, query, committed) == Counter(
             (key, *value) for key, value in offline.outputs), query
+
+
+SLOW_LISTENER_APP = textwrap.dedent("""
+    import sys, time
+    import sparkwax as sw
+    from sparkwax.engine.queries import listening
+    from sparkwax.testing.reference import Accumulator
+
+    original = listening.Listening.terminated
+    def slow_terminated(self, query_id):  # Spark's bus thread still in our callback
+        original(self, query_id)
+        time.sleep(2)
+    listening.Listening.terminated = slow_terminated
+
+    source, out = sys.argv[1], sys.argv[2]
+    spark = sw.local_session("local[2]", shuffle_partitions=2)
+    stream = spark.readStream.schema("key string, ts timestamp, value long").json(source)
+    step = sw.stateful(stream, key="key", builder=Accumulator,
+                       output_schema="kind string, a long, b long",
+                       time=sw.EventTime("ts", watermark="2 minutes"), step_id="s")
+    query = sw.start(step, checkpoint=f"{out}/ck", path=f"{out}/o",
+                     trigger={"availableNow": True}, progress=True)
+    query.awaitTermination()
+    print("done", flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_the_program_ends_after_the_listener_bus_has_delivered_its_last_event(tmp_path):
+    """The query's end event wakes ``awaitTermination`` from inside the
+    listener's callback; the program must not end while Spark's bus thread is
+    still in that py4j call (it logged ``ERROR StreamingQueryListenerBus:
+    Listener PythonStreamingQueryListenerWrapper threw an exception``: the
+    race a two-query stop met in CI, made certain here by a slow callback)."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "1.json").write_text(
+        '{"key": "a", "ts": "2024-01-01T00:00:00Z", "value": 1}\n')
+    process = _start(tmp_path, SLOW_LISTENER_APP)
+    try:
+        out, err = process.communicate(timeout=300)
+    finally:
+        stop_group(process)
+    assert process.returncode == 0, err[-3000:]
+    assert "done" in out
+    noisy = [line for line in err.splitlines() if " ERROR " in line or TRACE.search(line)]
+    assert noisy == [], err[-3000:]

@@ -80,7 +80,30 @@ class Listening:
             try:
                 self._spark.streams.removeListener(listener)
             except Exception:  # the session has stopped: its listeners went with it
-                pass
+                return
+            _drain(self._spark)
+
+
+def _drain(spark: Any, timeout_ms: int = 10_000) -> None:
+    """Wait until Spark's listener bus has delivered every event it holds.
+
+    ``removeListener`` does not wait for a delivery already on its way: the
+    bus thread may still be inside this listener's Python callback (a
+    query's end, its last progress), and a program that ends then breaks
+    the py4j call (``ERROR StreamingQueryListenerBus: Listener
+    PythonStreamingQueryListenerWrapper threw an exception``). The streaming
+    listeners are called from the session's ``LiveListenerBus``, whose
+    ``waitUntilEmpty`` returns once each queued event has been handled. Over
+    Spark Connect there is no such bus here (the client's listener has no
+    py4j call to break): nothing to wait for."""
+    try:
+        bus = spark.sparkContext._jsc.sc().listenerBus()
+    except Exception:  # Spark Connect, or the context has stopped
+        return
+    try:
+        bus.waitUntilEmpty(timeout_ms)
+    except Exception:  # still busy after the timeout: end anyway
+        pass
 
 
 _LIVE: Set[Listening] = set()  # listeners to remove when the program ends
