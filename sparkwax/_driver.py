@@ -153,7 +153,6 @@ class Driver:
     def __init__(self, step: Step) -> None:
         if not isinstance(step, Step):
             raise TypeError(f"Driver needs a sparkwax.step.Step, got {step!r}")
-        self.step = step
         self.step_id = step.step_id
         self.batch = step.batch
         self.time = step.time

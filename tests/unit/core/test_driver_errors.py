@@ -142,3 +142,45 @@ def test_a_deadline_that_raises_when_a_restored_logic_is_asked_names_the_key():
     error = raised(step.activate, "k", stored, [], 0, event_times=[], processing_ms=0)
     assert_error(error, CallbackError, "s", "k", "processing_notify_at", NO_VALUE,
                  "processing_notify_at() raised ValueError('no deadline')")
+
+
+def test_the_driver_takes_only_a_step():
+    with pytest.raises(TypeError) as caught:
+        Driver("counter")
+    assert str(caught.value) == "Driver needs a sparkwax.step.Step, got 'counter'"
+
+
+def test_a_restored_logics_timer_that_raises_names_the_key_on_every_path():
+    # the restore step reads the rebuilt logic's notify_at() first
+    stored = sparkwax.recovery.encode({"bad": "notify_at"}, step_id="s", key="k")
+    step = driver()
+    for call in (lambda: step.activate("k", stored, [], 0),
+                 lambda: step.activate("k", stored, [], 0, eof=True),
+                 lambda: step.activate_live("k", None, stored, [], 0),
+                 lambda: step.activate_plain_keys(["k"], [stored], [[]], [NO_VALUE], 0)):
+        assert_error(raised(call), CallbackError, "s", "k", "notify_at", NO_VALUE,
+                     "notify_at() raised ValueError('no timer')")
+
+
+def test_a_builder_functions_deadlines_in_a_processing_time_step_name_step_and_class():
+    # a builder function's logic is known at its first build: the refusal comes then
+    step = Driver(Step.of(lambda resume: TwoClockAlarm(resume), step_id="alarms"))
+    with pytest.raises(sparkwax.ConfigError) as caught:
+        step.activate("k", None, ["x"], 0)
+    assert str(caught.value) == (
+        "step 'alarms': TwoClockAlarm has processing_notify_at(), a processing-time deadline "
+        "beside notify_at(); that needs an EventTime step. In a ProcessingTime step there "
+        "is one clock: use notify_at()")
+
+
+@pytest.mark.parametrize("path", ["plain", "general", "plain_keys"])
+def test_the_committed_state_is_recovery_encodes_bytes(path):
+    # the commit step encodes the common case itself: the same bytes as encode()
+    # (protocol 5), so every host stores what the state reader decodes alike
+    step = driver()
+    snapshot = {"n": 1, "big": list(range(50))}
+    state = {"plain": lambda: step.activate("k", None, [snapshot], 0).state,
+             "general": lambda: step.activate("k", None, [snapshot], 0, eof=True).state,
+             "plain_keys": lambda: step.activate_plain_keys(
+                 ["k"], [None], [[snapshot]], [NO_VALUE], 0).states[0]}[path]()
+    assert state == sparkwax.recovery.encode(snapshot, step_id="s", key="k")

@@ -122,7 +122,7 @@ def test_every_stored_form_restores(flat, entry):
     # The restore step reads the plain pickle's header itself and leaves every
     # other form to recovery.decode: a cloudpickled snapshot, a large one, a
     # bytearray or memoryview of the blob, and a damaged blob (a SnapshotError).
-    driver = Driver(Step.of(Kept, step_id="kept")) if flat else general_driver(Kept, False)
+    driver = Driver(Step.of(Kept, step_id="kept")) if flat else general_driver(Kept, False, "kept")
     call = restore_calls(driver)[entry]
 
     def restored(stored):
@@ -147,7 +147,7 @@ def test_every_stored_form_restores(flat, entry):
     damaged = bytes(driver.activate("k", None, ["small"], 0).state)[:-3]
     with pytest.raises(sw.SnapshotError) as caught:
         call(damaged)
-    assert caught.value.key == "k"
+    assert (caught.value.step_id, caught.value.key) == ("kept", "k")
 
 
 class Broken(StatefulLogic):

@@ -201,3 +201,26 @@ def test_the_lost_state_warning_names_the_users_class_and_both_timers():
         f"activation rebuilds the logic with builder(snapshot) (as Spark's state store "
         f"does), so state kept outside snapshot() is lost: put it in snapshot(). (Warned "
         f"once per step.)")
+
+
+@pytest.mark.parametrize("path", ["plain", "general", "live", "live_general"])
+def test_the_warning_shows_the_rebuilt_timer_and_a_right_committed_one_is_quiet(path):
+    # the committed timer a host kept, against the one the rebuilt logic reads
+    step = driver()
+    first = step.activate("k", None, [{"timer": START}], 0)
+    order = [[]] if path.endswith("general") else None
+    call = (lambda committed: step.activate_live("k", None, first.state, [], 0, order=order,
+                                                 committed_timer=committed)) \
+        if path.startswith("live") else \
+        (lambda committed: step.activate("k", first.state, [], 0, order=order,
+                                         committed_timer=committed))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LostStateWarning)
+        call(first.timer)
+    later = START + timedelta(minutes=1)
+    with pytest.warns(LostStateWarning) as caught:
+        call(first.timer + 60_000)
+    assert str(caught[0].message).startswith(
+        f"step 's': Keeper rebuilt from its snapshot (key 'k') has notify_at() = "
+        f"{START.isoformat()}, but the logic that committed the snapshot had "
+        f"{later.isoformat()}.")

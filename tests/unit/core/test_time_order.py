@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import numpy as np
 import pandas as pd
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sparkwax import RETAIN, EventTime, StatefulBatchLogic
@@ -142,3 +142,26 @@ def test_rows_in_order_are_not_copied():
     assert d._arrange_ordered("k", values, [5, None, 7], None)[2] is False
     frame = pd.DataFrame({"v": [1, 2], "t": [2.0, float("nan")]})  # a null: no pre-sort
     assert time_order(frame, LAYOUT) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 20)), st.integers(0, 5)),
+                max_size=30), st.integers(-1, 21))
+@example([(10, 2), (0, 1), (20, 0)], 5)  # by order_by: times 20, 0, 10; only 0 is late
+def test_rows_put_in_order_by_another_column_keep_their_late_ones(rows, watermark):
+    """With ``order_by`` the rows are sorted by it, not by event time: the
+    event times are then not known to ascend, and the late rows are found by
+    a scan wherever they sit."""
+    times = [time for time, _ in rows]
+    order = ([rank for _, rank in rows],)
+    values = list(range(len(rows)))
+    arranged, arranged_times, ordered = driver()._arrange_ordered("k", values, times, order)
+    if ordered:
+        assert None not in arranged_times and arranged_times == sorted(arranged_times)
+    kept = sorted((rank, v) for v, (time, rank) in enumerate(rows)
+                  if time is not None and time * 1000 > watermark * 1000)
+    act = driver().activate("k", None, values, watermark,
+                            event_times=[None if t is None else t * 1000 for t in times],
+                            order=order)
+    assert act.emits == ([[v for _, v in kept]] if kept else [])
+    assert act.late == len(rows) - len(kept)
