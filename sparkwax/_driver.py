@@ -58,7 +58,7 @@ from typing import (Any, Callable, Iterator, List, NamedTuple, Optional, Sequenc
 from . import recovery
 from .clock import Clock, reset_clock, set_clock
 from .errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicError,
-                     LostStateWarning, NotifyAtError, ReturnValueError)
+                     LostStateWarning, NotifyAtError, ReturnValueError, outside_stacklevel)
 from .expiry import TtlLogic
 from .limits import Limited
 from .logic import BatchLogic, ItemLogic, Logic, forward_deadline
@@ -688,7 +688,7 @@ class Driver:
                    f"state kept outside snapshot() is lost: put it in snapshot(). "
                    f"(Warned once per step.)")
         self.lost_state.append(message)
-        warnings.warn(message, LostStateWarning, stacklevel=3)
+        warnings.warn(message, LostStateWarning, stacklevel=outside_stacklevel())
 
     def _build(self, key: Any, snapshot: Any) -> Logic:
         """``builder(snapshot)``, checked to have the step's entry point

@@ -12,8 +12,10 @@ True
 
 from __future__ import annotations
 
+import os
 import pickle
 import reprlib
+import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple, Type, TypeVar
 
 _short = reprlib.Repr()
@@ -172,3 +174,23 @@ class LostStateWarning(UserWarning):
     """A logic rebuilt from its snapshot disagrees with the one that committed
     it (its ``notify_at()`` differs): state kept outside ``snapshot()`` is
     lost at every activation, on Spark and offline. Warned once per step."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def outside_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` made by the caller of this
+    function that names the first frame outside the sparkwax package: the
+    user's line (a ``run(...)``, a ``driver.activate(...)``), however many
+    sparkwax frames lie between (Python 3.12's ``skip_file_prefixes``).
+
+    >>> outside_stacklevel()  # called from outside the package: the caller itself
+    1
+    """
+    frame = sys._getframe(1)  # the function that warns: stacklevel 1
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level

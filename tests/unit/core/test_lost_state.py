@@ -4,6 +4,7 @@ differs from the one committed with the snapshot."""
 
 from __future__ import annotations
 
+import sys
 import warnings
 from datetime import timedelta
 
@@ -224,3 +225,18 @@ def test_the_warning_shows_the_rebuilt_timer_and_a_right_committed_one_is_quiet(
         f"step 's': Keeper rebuilt from its snapshot (key 'k') has notify_at() = "
         f"{START.isoformat()}, but the logic that committed the snapshot had "
         f"{later.isoformat()}.")
+
+
+def test_the_warning_points_at_the_users_line():
+    # however deep in sparkwax it is raised (the runner, a wrapper, a path)
+    with pytest.warns(LostStateWarning) as caught:
+        line = sys._getframe().f_lineno + 1
+        run(TimerOutsideSnapshot, SCRIPT, time=TIME, step_id="alerts")
+    step = driver(Forgetful, max_state_bytes=10_000)
+    first = step.activate("k", None, [{"timer": START}], 0)
+    with pytest.warns(LostStateWarning) as direct:
+        direct_line = sys._getframe().f_lineno + 1
+        step.activate("k", first.state, [], 0, order=[[]], committed_timer=first.timer)
+    lost = [w for w in caught if w.category is LostStateWarning]
+    assert [(w.filename, w.lineno) for w in lost] == [(__file__, line)]
+    assert direct[0].filename == __file__ and direct[0].lineno == direct_line
