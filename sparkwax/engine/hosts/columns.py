@@ -98,12 +98,10 @@ def _nulls_back(columns: List[List[Any]], names: Sequence[str], null_longs: Sequ
     """None for ``NULL_MICROS`` in the ``null_longs`` columns, in place in
     ``columns`` (read from the frame columns ``names``); one C-level scan
     finds a column without a null."""
-    for name in null_longs:
-        if name in names:
-            index = names.index(name)
-            column = columns[index]
-            if NULL_MICROS in column:
-                columns[index] = [None if value == NULL_MICROS else value for value in column]
+    for index, name in enumerate(names):
+        if name in null_longs and NULL_MICROS in columns[index]:
+            columns[index] = [None if value == NULL_MICROS else value
+                              for value in columns[index]]
 
 
 def time_order(frame: pd.DataFrame, layout: InputLayout) -> Optional[np.ndarray]:

@@ -377,10 +377,11 @@ def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
 
 
 def _nullable_longs(keys: Sequence[str], names: Sequence[str],
-                  fields: Mapping[str, T.StructField]) -> List[str]:
+                    fields: Mapping[str, T.StructField]) -> List[str]:
     """The nullable bigint value and order columns: sent with their nulls as
-    a value (``InputLayout.null_longs``), as pandas would hand them as floats with a null
-    among them (a bigint beyond 2**53 rounded). Narrower integers fit a float."""
+    a value (``InputLayout.null_longs``), as pandas would hand them as floats
+    with a null among them (a bigint beyond 2**53 rounded). Narrower integers
+    fit a float."""
     return [name for name in dict.fromkeys(names) if name not in keys
             and fields[name].nullable and isinstance(fields[name].dataType, T.LongType)]
 
