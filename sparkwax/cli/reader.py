@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from ..errors import ConfigError
 from ..checkpoint_format.paths import local_folder
@@ -56,8 +56,9 @@ def reader_session(args: argparse.Namespace, app_name: str) -> Any:
     settings = conf_settings(args)
     folder = None if args.remote else local_folder(args.checkpoint, settings, os.environ)
     if folder is not None and not os.path.isdir(os.path.join(folder, "offsets")):  # local disk only
-        raise ConfigError(f"{args.checkpoint!r} is not a streaming checkpoint (no offsets/ "
-                          "folder)")
+        from ..engine.checkpoints.snapshots import require_checkpoint
+
+        require_checkpoint(LocalFolders(), args.checkpoint, folder)  # says what it holds
     if args.remote is None and args.master is None:
         from pyspark import SparkContext
 
@@ -69,4 +70,25 @@ def reader_session(args: argparse.Namespace, app_name: str) -> Any:
     return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
 
 
-__all__ = ["READER_CONF", "conf_settings", "reader_session", "session_options"]
+class LocalFolders:
+    """The two calls of a checkpoint store that ``require_checkpoint`` makes,
+    on the local disk (no JVM yet: a wrong path fails at once)."""
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)  # local disk only
+
+    def list(self, path: str) -> List[Any]:
+        """The visible subfolders of ``path`` (the only entries asked for)."""
+        from ..engine.checkpoints.storage import FileEntry
+
+        if not os.path.isdir(path):  # local disk only
+            return []
+        names = sorted(os.listdir(path))  # local disk only
+        inside = [os.path.join(path, name) for name in names]  # local disk only
+        return [FileEntry(os.path.basename(found), found, 0, True)  # local disk only
+                for found in inside
+                if not os.path.basename(found).startswith((".", "_"))  # local disk only
+                and os.path.isdir(found)]  # local disk only
+
+
+__all__ = ["LocalFolders", "READER_CONF", "conf_settings", "reader_session", "session_options"]

@@ -328,10 +328,59 @@ def newest_log_ms(store: Any, checkpoint: str) -> int:
                 for entry in store.list(join_path(checkpoint, log))), default=0)
 
 
-def require_checkpoint(store: Any, checkpoint: str) -> None:
-    """ConfigError unless ``checkpoint`` holds a streaming query's offset log."""
-    if not store.exists(join_path(checkpoint, "offsets")):
-        raise ConfigError(f"{checkpoint!r} is not a streaming checkpoint (no offsets/ folder)")
+def require_checkpoint(store: Any, checkpoint: str, folder: Optional[str] = None) -> None:
+    """ConfigError unless ``checkpoint`` holds a streaming query's offset log;
+    when it does not but its subfolders hold checkpoints (the folder of a
+    program's several queries, e.g. ``sparkwax demo``'s ``sessions/`` and
+    ``alerts/``), the error names them. ``folder``: where ``store`` finds
+    ``checkpoint`` when that differs from its name (a ``file:`` URI read as
+    a local path); the names are given under ``checkpoint``."""
+    where = folder or checkpoint
+    if store.exists(join_path(where, "offsets")):
+        return
+    held = [join_path(checkpoint, name) for name in held_checkpoints(store, where)]
+    raise ConfigError(not_a_checkpoint(checkpoint, held))
+
+
+def not_a_checkpoint(checkpoint: str, held: List[str]) -> str:
+    """What a state tool says of a folder that is not a checkpoint.
+
+    >>> not_a_checkpoint("/out", [])
+    "'/out' is not a streaming checkpoint (no offsets/ folder)"
+    >>> print(not_a_checkpoint("/out", ["/out/sessions", "/out/alerts"]))
+    '/out' is not a streaming checkpoint; it holds the checkpoints of 2 queries: \
+/out/sessions, /out/alerts (give one of them)
+    """
+    if not held:
+        return f"{checkpoint!r} is not a streaming checkpoint (no offsets/ folder)"
+    queries = "1 query" if len(held) == 1 else f"{len(held)} queries"
+    return (f"{checkpoint!r} is not a streaming checkpoint; it holds the checkpoints of "
+            f"{queries}: {', '.join(held)} (give one of them)")
+
+
+_SEARCHED_FOLDERS = 50  # subfolders looked into at most (each is one listing)
+
+
+def held_checkpoints(store: Any, folder: str, depth: int = 2) -> List[str]:
+    """The checkpoints (folders with an ``offsets/`` folder) in ``folder``'s
+    subfolders, ``depth`` levels down at most, as paths relative to it, in
+    listing order (``sessions``, ``checkpoints/alerts``...). A store that
+    lists no folders (Spark Connect's) finds none."""
+    found: List[str] = []
+    pending = [("", folder, depth)]
+    looked = 0
+    while pending and looked < _SEARCHED_FOLDERS:
+        relative, path, levels = pending.pop(0)
+        looked += 1
+        for entry in store.list(path):
+            if not entry.is_dir:
+                continue
+            name = f"{relative}/{entry.name}" if relative else entry.name
+            if store.exists(join_path(entry.path, "offsets")):
+                found.append(name)
+            elif levels > 1:
+                pending.append((name, entry.path, levels - 1))
+    return found
 
 
 def active_session(spark: Any, what: str) -> Any:
@@ -355,5 +404,6 @@ def active_session(spark: Any, what: str) -> Any:
 
 
 __all__ = ["StateEntry", "active_session", "clear", "last_watermark_ms", "newest_log_ms",
-           "key_matches", "key_order", "read_entries", "read_state", "require_checkpoint", "running_query_hint", "state_frame",
+           "key_matches", "key_order", "read_entries", "not_a_checkpoint", "held_checkpoints",
+           "read_state", "require_checkpoint", "running_query_hint", "state_frame",
            "state_summary"]
