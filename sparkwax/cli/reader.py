@@ -35,6 +35,10 @@ def session_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting, e.g. spark.hadoop.fs.s3a.endpoint=...; "
                              "repeatable")
+    parser.add_argument("--verbose", action="store_true",
+                        help="Spark's known-benign state store warnings (one per partition: "
+                             "'... doesn't exist in loadedMaps', 'StateStoreCoordinator "
+                             "endpoint not available') and Java stack traces too")
 
 
 def conf_settings(args: argparse.Namespace) -> Dict[str, str]:
@@ -53,7 +57,7 @@ def reader_session(args: argparse.Namespace, app_name: str) -> Any:
     on the local disk is checked first, so a wrong path fails before a JVM starts."""
     from ..engine.deploy.session import local_session
 
-    settings = conf_settings(args)
+    settings = {**verbose_settings(args), **conf_settings(args)}
     folder = None if args.remote else local_folder(args.checkpoint, settings, os.environ)
     if folder is not None and not os.path.isdir(os.path.join(folder, "offsets")):  # local disk only
         from ..engine.checkpoints.snapshots import require_checkpoint
@@ -68,6 +72,16 @@ def reader_session(args: argparse.Namespace, app_name: str) -> Any:
         return local_session("local[1]", app_name=app_name, shuffle_partitions=1,
                              conf={**READER_CONF, **settings})
     return local_session(args.master, app_name=app_name, conf=settings, remote=args.remote)
+
+
+def verbose_settings(args: argparse.Namespace) -> Dict[str, str]:
+    """With ``--verbose``: the driver's log4j2 configuration that keeps the
+    known-benign warnings and the stack traces (``logs.config_file``)."""
+    if not getattr(args, "verbose", False) or getattr(args, "remote", None):
+        return {}  # a Connect server's JVM logs by its own configuration
+    from ..engine.deploy import logs
+
+    return {logs.CONF_KEY: logs.java_option(logs.spark_log_level(None), traces=True)}
 
 
 class LocalFolders:
@@ -91,4 +105,5 @@ class LocalFolders:
                 and os.path.isdir(found)]  # local disk only
 
 
-__all__ = ["LocalFolders", "READER_CONF", "conf_settings", "reader_session", "session_options"]
+__all__ = ["LocalFolders", "READER_CONF", "conf_settings", "reader_session", "session_options",
+           "verbose_settings"]

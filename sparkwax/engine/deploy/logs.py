@@ -10,6 +10,10 @@ default, without the Java stack traces of logged errors (``--verbose`` /
 ``$SPARKWAX_VERBOSE``: with them). ``sparkwax submit --spark-log-level INFO`` or
 ``local_session(log_level="INFO")`` brings INFO back; submit hands its
 level to the app's ``local_session`` through ``$SPARKWAX_SPARK_LOG_LEVEL``.
+Two state store warnings that Spark logs once per partition at every
+``read_state``, ``state show|check`` and restart, and that say nothing is
+wrong (``BENIGN``), are filtered out at WARN, by their text only; the
+``--verbose`` configuration (and INFO) keeps them.
 
 >>> spark_log_level("info"), spark_log_level(None, {"SPARKWAX_SPARK_LOG_LEVEL": "error"})
 ('INFO', 'ERROR')
@@ -38,6 +42,12 @@ _QUIET = {  # start-up warnings about this machine, not the app: ERROR unless IN
     "microbatch": "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
     "microbatch3": "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
 }  # MicroBatchExecution warns "Disabling AQE" for every stateful query; its errors still show
+STATE_PACKAGE = "org.apache.spark.sql.execution.streaming.state"  # Spark 3.5 and 4.x
+BENIGN = (  # the state store's per-partition warnings at every read_state, check, restart
+    "doesn't exist in loadedMaps",  # a version loaded from its files: "normal", Spark says
+    "StateStoreCoordinator endpoint not available",  # a store opened outside a query
+)  # plain words (no regex or .properties escapes); the package's logger holds the filter:
+# the provider's own logger names carry the store id, below no configurable name
 _TEMPLATE = """\
 # written by sparkwax (sparkwax/engine/deploy/logs.py): Spark's defaults, root at {level}
 rootLogger.level = {level}
@@ -83,6 +93,8 @@ def config_file(level: str, traces: bool = False) -> str:
     if quiet:
         for name, logger in quiet.items():
             text += f"logger.{name}.name = {logger}\nlogger.{name}.level = {quiet_level}\n"
+    if not full:
+        text += benign_filters(level)
     path = os.path.join(cache_dir(), f"log4j2-{level.lower()}{'-traces' if full else ''}"
                                      f".properties")
     try:
@@ -98,6 +110,24 @@ def config_file(level: str, traces: bool = False) -> str:
     return path
 
 
+def benign_filters(level: str) -> str:
+    """log4j2 lines that drop the state store's known-benign warnings
+    (``BENIGN``, matched on the message) and nothing else: the state
+    package's logger at ``level`` with one deny filter (a log4j2 logger
+    takes one filter element).
+
+    >>> print(benign_filters("WARN").splitlines()[3][:68])
+    logger.statestore.filter.benign.regex = (?s).*(doesn't exist in load
+    """
+    name = "logger.statestore"
+    regex = f"(?s).*({'|'.join(BENIGN)}).*"
+    return (f"{name}.name = {STATE_PACKAGE}\n{name}.level = {level.lower()}\n"
+            f"{name}.filter.benign.type = RegexFilter\n"
+            f"{name}.filter.benign.regex = {regex}\n"
+            f"{name}.filter.benign.onMatch = DENY\n"
+            f"{name}.filter.benign.onMismatch = NEUTRAL\n")
+
+
 def java_option(level: str, traces: Optional[bool] = None) -> str:
     """The driver JVM option that loads ``config_file(level, traces)``
     (``traces`` default: ``$SPARKWAX_VERBOSE`` is set)."""
@@ -106,4 +136,5 @@ def java_option(level: str, traces: Optional[bool] = None) -> str:
     return f"-Dlog4j2.configurationFile=file:{config_file(level, traces)}"
 
 
-__all__ = ["CONF_KEY", "ENV_KEY", "config_file", "java_option", "spark_log_level"]
+__all__ = ["BENIGN", "CONF_KEY", "ENV_KEY", "benign_filters", "config_file", "java_option",
+           "spark_log_level"]
