@@ -64,7 +64,7 @@ class SinkUnit:
     files: int = 0
 
 
-def _log_files(store: Any, folder: str) -> Dict[Tuple[int, bool], str]:
+def log_files(store: Any, folder: str) -> Dict[Tuple[int, bool], str]:
     """``{(number, compact): path}`` of the log files in ``folder``."""
     found = {}
     for entry in store.list(folder):
@@ -76,13 +76,13 @@ def _log_files(store: Any, folder: str) -> Dict[Tuple[int, bool], str]:
 
 def read_offsets(store: Any, checkpoint: str) -> Dict[int, OffsetEntry]:
     return {number: parse_offsets(number, store.read_text(path), path)
-            for (number, _), path in _log_files(store, join_path(checkpoint, "offsets")).items()}
+            for (number, _), path in log_files(store, join_path(checkpoint, "offsets")).items()}
 
 
 def read_commits(store: Any, checkpoint: str) -> Dict[int, int]:
     """``{batch id: next batch's watermark}`` from the commit log."""
     return {number: parse_commit(store.read_text(path), path)
-            for (number, _), path in _log_files(store, join_path(checkpoint, "commits")).items()}
+            for (number, _), path in log_files(store, join_path(checkpoint, "commits")).items()}
 
 
 def read_plan(spark: Any, checkpoint: str) -> CheckpointPlan:
@@ -95,7 +95,7 @@ def read_plan(spark: Any, checkpoint: str) -> CheckpointPlan:
     require_file_source(offsets, checkpoint=checkpoint)
     commits = read_commits(store, checkpoint)
     where = join_path(checkpoint, "sources/0")
-    logs = {number: store.read_text(path) for number, path in _log_files(store, where).items()}
+    logs = {number: store.read_text(path) for number, path in log_files(store, where).items()}
     batches = plan_batches(offsets, commits, source_files(logs, where), checkpoint=checkpoint)
     last = max(commits) if commits else None
     return CheckpointPlan(checkpoint, batches, commits[last] if last is not None else 0)
@@ -265,7 +265,7 @@ def read_sink(spark: Any, sink: str, *, sink_format: str = "parquet", sink_schem
         reader = reader.option(name, value)
     if store.exists(metadata):
         logs = {number: store.read_text(path)
-                for number, path in _log_files(store, metadata).items()}
+                for number, path in log_files(store, metadata).items()}
         units = [(ids, [move(p) for p in files]) for ids, files in sink_units(logs, metadata)]
         paths = [p for _, files in units for p in files]
         rows_of: Dict[str, List[Tuple[Any, ...]]] = {}
@@ -349,14 +349,14 @@ def _orphans(store: Any, checkpoint: str, sources: str
     """``(batch id, first, last, previous offsets, watermark)`` of a batch the
     file source logged but the offset log does not have (reads the newest
     offsets and commit only)."""
-    offset_files = _log_files(store, join_path(checkpoint, "offsets"))
-    commit_files = _log_files(store, join_path(checkpoint, "commits"))
+    offset_files = log_files(store, join_path(checkpoint, "offsets"))
+    commit_files = log_files(store, join_path(checkpoint, "commits"))
     if not offset_files:
         return None
     (last_id, _), path = max(offset_files.items())
     last = parse_offsets(last_id, store.read_text(path), path)
     committed = {number for (number, _) in commit_files}
-    logged = [number for (number, _) in _log_files(store, sources)]
+    logged = [number for (number, _) in log_files(store, sources)]
     found = orphaned_entries({last_id: last}, committed, logged)
     if found is None or found[0] == 0:
         return None
@@ -371,6 +371,6 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-__all__ = ["CheckpointPlan", "InputBatch", "SinkUnit", "keep_batch_plan", "output_type",
+__all__ = ["CheckpointPlan", "InputBatch", "SinkUnit", "keep_batch_plan", "log_files", "output_type",
            "path_mapper",
            "read_commits", "read_inputs", "read_offsets", "read_plan", "read_sink"]
