@@ -27,6 +27,7 @@ from ..checkpoints.replay import keep_batch_plan
 from ..deploy.session import STATE_STORES
 from ..checkpoints.state.rescale import finish_interrupted
 from ..checkpoints.storage import is_connect, join_path, storage_for
+from ..checkpoints.wake import wake_timers
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -184,14 +185,16 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
     sink = {"format": format, "path": path} if foreach_batch is None and path else None
     check_checkpoint(store, checkpoint, steps, confs, sink)
     keep_batch_plan(spark, checkpoint)  # a file source's next batch, logged before a stop
+    if str(spark.conf.get(ONCE_CONF, "false")).lower() == "true":  # `sparkwax submit --once`
+        trigger = {"availableNow": True}
+    every_batch = asks_every_batch(steps)
+    if every_batch and not (trigger or {}).get("once"):  # "once" would run only that batch
+        wake_timers(spark, checkpoint)  # timers due while stopped fire at this start
     writer = frame.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if query_name:
         writer = writer.queryName(query_name)
     for name, value in (options or {}).items():
         writer = writer.option(name, value)
-    if str(spark.conf.get(ONCE_CONF, "false")).lower() == "true":  # `sparkwax submit --once`
-        trigger = {"availableNow": True}
-    every_batch = asks_every_batch(steps)
     if trigger is None and every_batch:
         trigger = {"processingTime": "1 second"}
     if trigger:
