@@ -119,15 +119,16 @@ class HadoopStorage:
         fs, hadoop_path = self._fs(path)
         return bool(fs.exists(hadoop_path))
 
-    def list(self, path: str) -> List[FileEntry]:
-        """The visible entries of folder ``path`` (none if it does not exist)."""
+    def list(self, path: str, hidden: bool = False) -> List[FileEntry]:
+        """The visible entries of folder ``path`` (none if it does not exist);
+        with ``hidden``, the hidden ones too (``.0.<uuid>.tmp``, ``_metadata``)."""
         fs, hadoop_path = self._fs(path)
         if not fs.exists(hadoop_path):
             return []
         found = []
         for status in fs.listStatus(hadoop_path):
             name = status.getPath().getName()
-            if not name.startswith((".", "_")):
+            if hidden or not name.startswith((".", "_")):
                 directory = bool(status.isDirectory())
                 found.append(FileEntry(name, status.getPath().toString(),
                                        int(status.getModificationTime()), directory,
@@ -212,8 +213,9 @@ class SparkStorage:
     def exists(self, path: str) -> bool:
         return self._rows(path) is not None
 
-    def list(self, path: str) -> List[FileEntry]:
-        """The visible files of folder ``path`` (Spark lists files, not folders)."""
+    def list(self, path: str, hidden: bool = False) -> List[FileEntry]:
+        """The visible files of folder ``path`` (Spark lists files, not folders,
+        and never hidden ones: ``hidden`` changes nothing here)."""
         rows = self._rows(path) or []
         found = [FileEntry(row["path"].rstrip("/").rsplit("/", 1)[-1], row["path"],
                            int(row["modified"]), False, int(row["length"])) for row in rows]

@@ -307,6 +307,14 @@ def stop_on_signals(queries: Any, *, say: Optional[Say] = None, wait_seconds: fl
     return True
 
 
+def handling_signals() -> bool:
+    """Whether ``stop_on_signals``' handler is installed, for queries still
+    running: a signal then stops them all, and a query started meanwhile
+    too (``sparkwax.engine.queries.start_guard`` leaves the signals to it)."""
+    stopper = _STOPPER
+    return stopper is not None and stopper.installed()
+
+
 def wait_for_stop(query: Any, timeout: float = 120.0) -> None:
     """Wait for the "stopped" line of a graceful stop of ``query`` under
     way (``sw.start``'s ``awaitTermination`` does, so the line comes before
@@ -381,5 +389,5 @@ def _named(queries: Any) -> Dict[str, Any]:
     return {query_name(q): q for q in queries}
 
 
-__all__ = ["Follower", "Following", "follow", "printer", "progress_line", "query_name",
-           "stop_on_signals", "wait_for_stop"]
+__all__ = ["Follower", "Following", "follow", "handling_signals", "printer", "progress_line",
+           "query_name", "stop_on_signals", "wait_for_stop"]

@@ -23,6 +23,7 @@ from .catch_up import ONCE_CONF, asks_every_batch, bounded, stop_when_caught_up
 from ..checkpoints.diagnose import check_logs, read_steps
 from .progress import follow, stop_on_signals
 from .query import Query
+from .start_guard import guard_start
 from ..checkpoints.replay import keep_batch_plan
 from ..deploy.session import STATE_STORES
 from ..checkpoints.state.rescale import finish_interrupted
@@ -143,6 +144,7 @@ def _conf_value(name: str, confs: Dict[str, Any]) -> Any:
     return value
 
 
+@guard_start  # signals held while it starts; a dead first run's leftovers cleared
 def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, format: str = "parquet",
           trigger: Optional[Dict[str, Any]] = None, output_mode: str = "append",
           foreach_batch: Optional[Callable[[DataFrame, int], Any]] = None,

@@ -23,6 +23,10 @@ thread sets). A signal that comes after a batch's last job, as the next
 batch starts at once (a trigger shorter than a batch), waits for that next
 batch's first job: the query then stops after it.
 
+A query still initializing (started, its thread not yet at its first
+trigger: the signal came during start-up) is set to TERMINATED at once: Spark's
+thread then ends without running a batch.
+
 This needs the JVM query (a classic session): ``execution(query)`` is None
 over Spark Connect or for an object that is not a Spark query, and callers
 stop those with ``stop()``. No pyspark import: the JVM objects are reached
@@ -60,6 +64,10 @@ def end_after_batch(query: Any, jvm: Any, deadline: float, poll: float = 0.02) -
     state = jvm.state()
     while time.monotonic() < deadline:
         current = state.get()
+        if current.toString() == "INITIALIZING":  # no batch yet: Spark's thread ends
+            if state.compareAndSet(current, _terminated(current)):  # before its first one
+                break
+            continue  # it has just become ACTIVE
         if current.toString() != "ACTIVE":
             break  # ended already, or stopped by someone else
         if _safe_point(query, jvm):
