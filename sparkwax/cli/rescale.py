@@ -9,7 +9,8 @@ It prints what it did and how to restart::
     rescaled state; restart the query with spark.sql.shuffle.partitions=5)
 
 Exit codes: 0 rescaled (with ``--finish``: an interrupted rescale finished
-or undone, or none found), 2 refused (the checkpoint unchanged, the reason
+or undone, or none found: ``nothing to finish: no interrupted rescale in
+CHECKPOINT``), 2 refused (the checkpoint unchanged, the reason
 printed). An interrupted rescale is always finished or undone first, with a
 line saying which.
 """
@@ -17,17 +18,19 @@ line saying which.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Callable
+
+from .arg_types import positive_int
 
 
 def add_rescale_parser(actions: Any, checkpoint_help: str) -> argparse.ArgumentParser:
     rescale: argparse.ArgumentParser = actions.add_parser(
         "rescale", help="change the number of state partitions (and buckets) of a stopped query")
     rescale.add_argument("checkpoint", help=checkpoint_help)
-    rescale.add_argument("--partitions", type=int, required=False,
+    rescale.add_argument("--partitions", type=positive_int, required=False,
                          help="the new number of state partitions (spark.sql.shuffle."
                               "partitions of the restarted query)")
-    rescale.add_argument("--buckets", type=int, default=None,
+    rescale.add_argument("--buckets", type=positive_int, default=None,
                          help="a packed step's new bucket count (default: 4 x partitions when "
                               "the step used the default, else its own count)")
     rescale.add_argument("--sink", default=None,
@@ -40,18 +43,36 @@ def add_rescale_parser(actions: Any, checkpoint_help: str) -> argparse.ArgumentP
     return rescale
 
 
-def run_rescale(args: argparse.Namespace, spark: Any) -> int:
-    from ..engine.checkpoints.state.rescale import finish_interrupted, rescale
+def run_rescale(args: argparse.Namespace, session: Callable[[], Any]) -> int:
+    """Check the options, then (``session()``: the reader's Spark) finish
+    an interrupted rescale and rescale; 0, or a ``RescaleError`` (exit 2)."""
     from ..errors import RescaleError
+
+    if args.partitions is None and not args.finish:  # before a JVM starts
+        raise RescaleError("--partitions N is required (or --finish)")
+    spark = session()
+    if args.finish:
+        print(finish_only(spark, args.checkpoint))
+        return 0
+    from ..engine.checkpoints.state.rescale import finish_interrupted, rescale
 
     done = finish_interrupted(spark, args.checkpoint)
     if done:
         print(done)
-    if args.finish:
-        return 0
-    if args.partitions is None:
-        raise RescaleError("--partitions N is required (or --finish)")
     result = rescale(args.checkpoint, args.partitions, buckets=args.buckets, sink=args.sink,
                      spark=spark, idle_seconds=0 if args.force else 10.0)
     print(result)
     return 0
+
+
+def finish_only(spark: Any, checkpoint: str) -> str:
+    """``--finish``: what was finished or undone, or a line saying there
+    was no interrupted rescale to finish."""
+    from ..engine.checkpoints.snapshots import require_checkpoint
+    from ..engine.checkpoints.state.rescale import finish_interrupted
+    from ..engine.checkpoints.storage import storage_for
+
+    require_checkpoint(storage_for(spark), checkpoint)
+    done = finish_interrupted(spark, checkpoint)
+    return done or (f"nothing to finish: no interrupted rescale in {checkpoint} (the "
+                    "checkpoint is unchanged)")

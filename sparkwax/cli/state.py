@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 from ..errors import ConfigError, SparkwaxError, short_repr
 from ..snapshot_json import json_value
 from ..tables import format_table
+from .arg_types import non_negative_int
 from .reader import reader_session, session_options
 from .rescale import add_rescale_parser, run_rescale
 from .state_check import add_check_parser, run_check
@@ -50,9 +51,9 @@ def state_command(parser: argparse.ArgumentParser) -> Handler:
     show = actions.add_parser("show", help="print the live keys and their snapshots")
     show.add_argument("checkpoint", help=_CHECKPOINT_HELP)
     show.add_argument("--key", help="only this key (first key column, as a string)")
-    show.add_argument("--limit", type=int, default=20,
+    show.add_argument("--limit", type=non_negative_int, default=20,
                       help="at most this many keys, largest first (default 20; 0 = all)")
-    show.add_argument("--operator", type=int, default=0,
+    show.add_argument("--operator", type=non_negative_int, default=0,
                       help="stateful operator id when the query has several (default 0)")
     show.add_argument("--json", action="store_true",
                       help="JSON lines for scripts: one object per key, sorted by key (snapshot "
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "show":
             return _show(args)
         if args.action == "rescale":
-            return run_rescale(args, reader_session(args, "sparkwax-rescale"))
+            return run_rescale(args, lambda: reader_session(args, "sparkwax-rescale"))
         if args.action == "check":
             return run_check(args, reader_session)
         return _clear(args)

@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any, Callable
 
+from .arg_types import non_negative_int, positive_int
+
 
 def add_check_parser(actions: Any, checkpoint_help: str,
                      session_options: Callable[[argparse.ArgumentParser], None]
@@ -22,9 +24,9 @@ def add_check_parser(actions: Any, checkpoint_help: str,
     check.add_argument("checkpoint", help=checkpoint_help)
     check.add_argument("logic", metavar="APP.py:LOGIC",
                        help="the builder or logic class (path/app.py:Name or module:Name)")
-    check.add_argument("--operator", type=int, default=0,
+    check.add_argument("--operator", type=non_negative_int, default=0,
                        help="stateful operator id when the query has several (default 0)")
-    check.add_argument("--examples", type=int, default=3,
+    check.add_argument("--examples", type=positive_int, default=3,
                        help="example keys shown per error class (default 3)")
     check.add_argument("--step-id", help="the step id errors name (default: the recorded one)")
     check.add_argument("--time", help="'processing' or 'event:COLUMN:DELAY' (default: the "
@@ -33,7 +35,7 @@ def add_check_parser(actions: Any, checkpoint_help: str,
                        help="the step is a stateful_batch step (on_batch)")
     check.add_argument("--ttl", help="the step's ttl=, e.g. '30 minutes' (its snapshots hold "
                                      "the ttl's bookkeeping)")
-    check.add_argument("--max-state-bytes", type=int, help="the step's max_state_bytes=")
+    check.add_argument("--max-state-bytes", type=positive_int, help="the step's max_state_bytes=")
     session_options(check)
     return check
 
@@ -43,10 +45,12 @@ def run_check(args: argparse.Namespace, session: Callable[[Any, str], Any]) -> i
     the caller's, for a ``SparkwaxError``)."""
     from ..engine.deploy.app_modules import ship_app_file
     from ..engine.checkpoints.state.check import check_state
+    from ..engine.checkpoints.state.frame import checked_request
     from .replay import load_object, parse_time
 
     builder = load_object(args.logic, "LOGIC")
     spark = session(args, "sparkwax-state-check")
+    checked_request(spark, args.checkpoint, args.operator, None)  # a sparkwax step's state
     location = args.logic.rpartition(":")[0]
     ship_app_file(spark, location, sys.modules.get(getattr(builder, "__module__", ""), None))
     result = check_state(spark, args.checkpoint, builder, operator_id=args.operator,

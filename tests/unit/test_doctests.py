@@ -17,7 +17,8 @@ MODULES = [
     "sparkwax.metrics", "sparkwax.cli.demo.hosts", "sparkwax.step", "sparkwax.sides",
     "sparkwax.builders", "sparkwax.expiry", "sparkwax.limits", "sparkwax.checkpoint_format.logs",
     "sparkwax.testing.replay", "sparkwax.cli.replay", "sparkwax.engine.checkpoints.replay", "sparkwax.schema",
-    "sparkwax.young_gc", "sparkwax.tables",
+    "sparkwax.young_gc", "sparkwax.tables", "sparkwax.cli.arg_types",
+    "sparkwax.engine.checkpoints.state.asked", "sparkwax.engine.deploy.logs",
 ]
 
 

@@ -31,11 +31,12 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from ....checkpoint_format.files import STEPS_FILE
 from ....errors import CheckpointError, ConfigError
 from ...hosts.bucket import Bucket
-from ..snapshots import is_packed, state_frame
+from ..snapshots import is_packed, require_checkpoint, state_frame
 from ..diagnose import explained, read_steps
 from ...planning.schemas import parse_ddl
 from ...deploy.shipping import ship_function
 from ..storage import join_path, storage_for
+from .asked import require_committed_batch, require_step_state
 from .rows import (BATCH, BEFORE, BLOB, CHANGE, DEADLINE, KEY, PARTITION, TIMER, Layout,
                    StateRows)
 
@@ -104,7 +105,9 @@ def flat_state(spark: Any, checkpoint: str, *, operator_id: int = 0, batch_id: O
                ) -> Tuple[DataFrame, Layout, T.StructType]:
     """The state rows as the flat columns ``rows.entries`` reads, their
     ``Layout`` and the step's key columns (``step_id``: the one errors name,
-    default the recorded one, else ``"state"``)."""
+    default the recorded one, else ``"state"``). The operator and batch
+    asked for are checked first (``asked``: named errors, not Spark's)."""
+    operator_id, batch_id = checked_request(spark, checkpoint, operator_id, batch_id)
     raw = state_frame(spark, checkpoint, operator_id=operator_id, batch_id=batch_id,
                       changes=changes)
     recorded = recorded_step(spark, checkpoint)
@@ -115,6 +118,16 @@ def flat_state(spark: Any, checkpoint: str, *, operator_id: int = 0, batch_id: O
     layout = Layout(packed, len(key_type.fields), deadlines,
                     step_id or recorded.get("step_id") or "state", changes is not None)
     return _flat(spark, checkpoint, raw, layout, operator_id, changes), layout, key_type
+
+
+def checked_request(spark: Any, checkpoint: str, operator_id: Any, batch_id: Any
+                    ) -> Tuple[int, Optional[int]]:
+    """``(operator_id, batch_id)`` checked against the checkpoint (a
+    sparkwax step's operator, a committed batch), or a ``ConfigError``."""
+    store = storage_for(spark)
+    require_checkpoint(store, checkpoint)
+    return (require_step_state(store, checkpoint, operator_id),
+            require_committed_batch(store, checkpoint, batch_id))
 
 
 def output_type(key_type: T.StructType, snapshot: T.DataType, changes: bool) -> T.StructType:
@@ -303,5 +316,5 @@ def _flat(spark: Any, checkpoint: str, raw: DataFrame, layout: Layout, operator_
         .where(F.col(CHANGE) != F.lit(_BASE)).drop("__sw_bucket_key")
 
 
-__all__ = ["CHANGE_FEED_STORE", "change_range", "flat_state", "key_ddl", "output_type", "recorded_step",
+__all__ = ["CHANGE_FEED_STORE", "change_range", "checked_request", "flat_state", "key_ddl", "output_type", "recorded_step",
            "require_change_feed", "snapshot_type", "state_dataframe", "store_provider"]

@@ -1,0 +1,143 @@
+"""What a state tool is asked for, checked against the checkpoint before
+Spark reads it: the stateful operator (``operator_id``: one the query has,
+and a sparkwax step's, not another Spark operator's) and the micro-batch
+(``batch_id``: a whole number within the committed batches). Spark's own
+answers were its tracebacks (``STDS_COMMITTED_BATCH_UNAVAILABLE``,
+``STDS_INVALID_OPTION_VALUE.IS_NEGATIVE``, ``STDS_FAILED_TO_READ_STATE_SCHEMA``),
+or, for another operator's state, an error about time modes.
+
+Every check reads the checkpoint's own files through ``store`` (a
+``storage_for(spark)``); each error is a ``ConfigError`` that says what was
+wrong and what to give instead.
+"""
+
+from __future__ import annotations
+
+import json
+import operator as operators_module
+from typing import Any, List, Optional
+
+from ....errors import ConfigError
+from ..storage import join_path
+
+# Spark's operator names (``state/<id>/_metadata/metadata``) in the API that makes them
+SPARK_OPERATORS = {
+    "stateStoreSave": "a streaming aggregation (groupBy(...).agg / count)",
+    "sessionWindowStateStoreSaveExec": "a session window aggregation",
+    "dedupe": "dropDuplicates",
+    "dedupeWithinWatermark": "dropDuplicatesWithinWatermark",
+    "symmetricHashJoin": "a stream-stream join",
+    "flatMapGroupsWithState": "mapGroupsWithState / flatMapGroupsWithState",
+    "transformWithStateExec": "transformWithState",
+    "transformWithStateInPandasExec": "transformWithStateInPandas",
+    "transformWithStateInPySparkExec": "transformWithStateInPandas",
+}
+STEP_OPERATOR = "applyInPandasWithState"  # what every sparkwax step runs as
+
+
+def require_step_state(store: Any, checkpoint: str, operator_id: Any) -> int:
+    """``operator_id`` as an int, or a ``ConfigError``: not a whole number,
+    an operator the checkpoint has no state for (naming those it has), or
+    the state of another Spark operator (naming it: not a sparkwax step's).
+    An operator whose metadata file is missing or unreadable passes (Spark
+    names the problem)."""
+    number = whole_number(operator_id, "operator_id", "a stateful operator's id")
+    present = operator_ids(store, checkpoint)
+    if present and number not in present:
+        has = (f"its one stateful operator is {present[0]}" if len(present) == 1 else
+               f"its stateful operators are {_listed(present)}")
+        raise ConfigError(f"{checkpoint} has no state for operator {number}: {has} (give "
+                          f"--operator / operator_id= one of them)")
+    name = operator_name(store, checkpoint, number)
+    if name is not None and name != STEP_OPERATOR:
+        raise ConfigError(not_a_step_message(checkpoint, number, name))
+    return number
+
+
+def not_a_step_message(checkpoint: str, number: int, name: str) -> str:
+    """The error for another Spark operator's state.
+
+    >>> print(not_a_step_message("/ck", 0, "stateStoreSave"))
+    /ck: operator 0 is not a sparkwax step's state: it holds the state of a streaming \
+aggregation (groupBy(...).agg / count) (Spark's 'stateStoreSave' operator); sparkwax's state \
+tools read the state of sw.stateful / sw.stateful_batch steps (Spark's applyInPandasWithState); \
+read this one with spark.read.format("statestore")
+    """
+    made = SPARK_OPERATORS.get(name)
+    what = f"{made} (Spark's {name!r} operator)" if made else f"Spark's {name!r} operator"
+    return (f"{checkpoint}: operator {number} is not a sparkwax step's state: it holds the "
+            f"state of {what}; sparkwax's state tools read the state of sw.stateful / "
+            f"sw.stateful_batch steps (Spark's {STEP_OPERATOR}); read this one with "
+            f"spark.read.format(\"statestore\")")
+
+
+def require_committed_batch(store: Any, checkpoint: str, batch_id: Any) -> Optional[int]:
+    """``batch_id`` as an int (None stays None), or a ``ConfigError``: not
+    a whole number from 0, no batch committed yet, or past the last
+    committed one (naming the range the commit log holds)."""
+    if batch_id is None:
+        return None
+    number = whole_number(batch_id, "batch_id", "a committed micro-batch's id")
+    committed = committed_batches(store, checkpoint)
+    if not committed:
+        raise ConfigError(f"{checkpoint}: no micro-batch has committed yet, so there is no "
+                          f"state at batch_id={number}; run the query first")
+    if number > committed[-1]:
+        raise ConfigError(f"batch_id={number} is past the last committed micro-batch of "
+                          f"{checkpoint} ({committed[-1]}): give one from {committed[0]} to "
+                          f"{committed[-1]}, the batches its commit log holds (Spark keeps "
+                          f"spark.sql.streaming.minBatchesToRetain of them, 100 by default), "
+                          f"or leave batch_id out for the latest state")
+    return number
+
+
+def whole_number(value: Any, name: str, what: str) -> int:
+    """``value`` as an int from 0, or a ``ConfigError`` naming ``name``.
+
+    >>> whole_number(3, "batch_id", "x")
+    3
+    >>> whole_number(-1, "batch_id", "a committed micro-batch's id")
+    Traceback (most recent call last):
+        ...
+    sparkwax.errors.ConfigError: batch_id= takes a committed micro-batch's id, a whole number from 0; got -1
+    """
+    try:
+        number = operators_module.index(value) if not isinstance(value, bool) else -1
+    except TypeError:
+        number = -1
+    if number < 0:
+        raise ConfigError(f"{name}= takes {what}, a whole number from 0; got {value!r}")
+    return number
+
+
+def operator_ids(store: Any, checkpoint: str) -> List[int]:
+    """The stateful operators that have state in the checkpoint."""
+    return sorted(int(e.name) for e in store.list(join_path(checkpoint, "state"))
+                  if e.name.isdigit())
+
+
+def operator_name(store: Any, checkpoint: str, number: int) -> Optional[str]:
+    """Spark's name of the operator (``applyInPandasWithState``,
+    ``stateStoreSave``...), from its metadata file; None when unknown."""
+    try:
+        text = store.read_text(join_path(checkpoint, f"state/{number}/_metadata/metadata"))
+        lines = (text or "").splitlines()
+        name = json.loads(lines[1])["operatorInfo"]["operatorName"] if len(lines) > 1 else None
+    except Exception:  # unreadable or another layout: Spark's reader says what is wrong
+        return None
+    return name if isinstance(name, str) else None
+
+
+def committed_batches(store: Any, checkpoint: str) -> List[int]:
+    """The batch ids of the commit log, sorted."""
+    return sorted(int(e.name) for e in store.list(join_path(checkpoint, "commits"))
+                  if e.name.isdigit())
+
+
+def _listed(numbers: List[int]) -> str:
+    return ", ".join(str(n) for n in numbers)
+
+
+__all__ = ["SPARK_OPERATORS", "STEP_OPERATOR", "committed_batches", "not_a_step_message",
+           "operator_ids", "operator_name", "require_committed_batch", "require_step_state",
+           "whole_number"]
