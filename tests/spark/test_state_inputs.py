@@ -1,0 +1,84 @@
+"""Bad inputs to the state tools are named sparkwax errors that say what was
+wrong and what to give instead, not Spark's tracebacks nor a silent exit:
+a batch past the last commit or negative, an operator the query lacks, a
+plain Spark query's checkpoint (a groupBy().count()), rescale --finish with
+nothing to finish (``sparkwax.engine.checkpoints.state.asked``)."""
+
+import pytest
+
+import sparkwax as sw
+from sparkwax.testing import Batch
+from sparkwax.testing.spark import run_script_on_spark
+
+from kit import item, state_cli
+
+INPUT = "key string, ts timestamp, value long"
+
+
+class Count(sw.StatefulLogic):
+    def __init__(self, resume=None):
+        self.n = resume or 0
+
+    def on_item(self, value):
+        self.n += 1
+        return [self.n], sw.RETAIN
+
+    def snapshot(self):
+        return self.n
+
+
+@pytest.fixture(scope="module")
+def checkpoints(spark, tmp_path_factory):
+    """A sparkwax step's checkpoint (batches 0 and 1) and a plain Spark
+    aggregation's (one batch)."""
+    step = tmp_path_factory.mktemp("step")
+    run_script_on_spark(spark, Count, [Batch([item("a", 0, 1)]), Batch([item("b", 1, 2)])],
+                        input_schema=INPUT, output_schema="n long",
+                        time=sw.EventTime("ts", watermark="2 minutes"), workdir=str(step),
+                        step_id="count")
+    plain = tmp_path_factory.mktemp("plain")
+    (plain / "in").mkdir()
+    (plain / "in" / "1.json").write_text('{"k": "a"}\n{"k": "b"}\n')
+    query = spark.readStream.schema("k string").json(str(plain / "in")).groupBy("k").count() \
+        .writeStream.format("noop").outputMode("update") \
+        .option("checkpointLocation", str(plain / "ck")).trigger(availableNow=True).start()
+    query.awaitTermination()
+    return str(step / "checkpoint"), str(plain / "ck")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"batch_id": 99}, "batch_id=99 is past the last committed micro-batch of {ck} (1): give "
+                       "one from 0 to 1, the batches its commit log holds"),
+    ({"batch_id": -1}, "batch_id= takes a committed micro-batch's id, a whole number from 0; "
+                       "got -1"),
+    ({"batch_id": 1.5}, "batch_id= takes a committed micro-batch's id, a whole number from 0; "
+                        "got 1.5"),
+    ({"operator_id": 3}, "{ck} has no state for operator 3: its one stateful operator is 0 "
+                         "(give --operator / operator_id= one of them)"),
+])
+def test_read_state_names_a_bad_batch_or_operator(spark, checkpoints, options, message):
+    checkpoint = checkpoints[0]
+    with pytest.raises(sw.ConfigError) as raised:
+        sw.read_state(spark, checkpoint, **options)
+    assert str(raised.value).startswith(message.format(ck=checkpoint)), str(raised.value)
+    assert sw.read_state(spark, checkpoint, batch_id=0).count() == 1  # the range holds
+
+
+def test_a_plain_spark_query_is_not_a_sparkwax_step(spark, checkpoints, capsys):
+    plain = checkpoints[1]
+    said = (f"{plain}: operator 0 is not a sparkwax step's state: it holds the state of a "
+            f"streaming aggregation (groupBy(...).agg / count) (Spark's 'stateStoreSave' "
+            f"operator)")
+    with pytest.raises(sw.ConfigError, match="not a sparkwax step's state"):
+        sw.read_state(spark, plain)
+    for argv in (["show", plain], ["check", plain, "kit:SumV1"]):
+        assert state_cli(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"sparkwax state: {said}"), err
+        assert "time mode" not in err, err
+
+
+def test_rescale_finish_with_nothing_to_finish_says_so(spark, checkpoints, capsys):
+    assert state_cli(["rescale", checkpoints[0], "--finish"]) == 0
+    assert capsys.readouterr().out == (f"nothing to finish: no interrupted rescale in "
+                                       f"{checkpoints[0]} (the checkpoint is unchanged)\n")
