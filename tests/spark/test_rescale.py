@@ -176,7 +176,7 @@ def test_rescale_refuses_a_running_query(spark, tmp_path):
                      trigger={"processingTime": "200 milliseconds"})
     try:
         query.spark_query.processAllAvailable()
-        with pytest.raises(RescaleError, match="in use by query"):
+        with pytest.raises(RescaleError, match="in use by a query"):
             rescale(str(tmp_path / "ck"), 3, spark=spark, idle_seconds=0)
     finally:
         query.stop()
@@ -185,7 +185,8 @@ def test_rescale_refuses_a_running_query(spark, tmp_path):
 @pytest.mark.parametrize("host", ["per_key", "packed"])
 def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host, capsys):
     """In one session: the state read after the rescale is the state before
-    it; the restarted query (5 partitions) continues it exactly; a second
+    it; the restarted query continues it exactly, on the checkpoint's 5
+    partitions (and 20 buckets) although the session says 2 (and 8); a second
     rescale back down to 1 partition, then finish, equals offline."""
     batches = _events()
     before = _checkpoint_with_two_batches(spark, tmp_path, host, batches)
@@ -196,14 +197,17 @@ def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host, c
     after = {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)}
     assert after == before and after
     assert {e.partition for e in read_entries(spark, checkpoint)} <= set(range(5))
-    with confs(spark, {"spark.sql.shuffle.partitions": "5"}):
-        for number in (2, 3):
-            _write(tmp_path / "in", number, batches[number])
-        query = sw.start(growing_app.build(spark, str(tmp_path / "in"), host),
-                         checkpoint=checkpoint, path=str(tmp_path / "out"),
-                         trigger={"availableNow": True})
-        query.awaitTermination()
-        assert query.spark_query.lastProgress["stateOperators"][0]["numShufflePartitions"] == 5
+    for number in (2, 3):  # restarted on the session's 2 partitions: Spark keeps the 5
+        _write(tmp_path / "in", number, batches[number])
+    query = sw.start(growing_app.build(spark, str(tmp_path / "in"), host),
+                     checkpoint=checkpoint, path=str(tmp_path / "out"),
+                     trigger={"availableNow": True})
+    query.awaitTermination()
+    assert query.spark_query.lastProgress["stateOperators"][0]["numShufflePartitions"] == 5
+    said = capsys.readouterr().err
+    assert ("runs on the checkpoint's 5 state partitions, not the session's "
+            "spark.sql.shuffle.partitions=2") in said, said
+    assert ("keeps the checkpoint's 20 buckets" in said) == (host == "packed"), said
     assert _by_key(spark.read.parquet(str(tmp_path / "out")).collect()) == _offline(batches)
     rescale(checkpoint, 1, spark=spark, idle_seconds=0)
     offline = run(growing_app.Totals, [Batch(items) for items in batches], time=growing_app.TIME)

@@ -23,6 +23,7 @@ from ..hosts.bucket import Bucket
 from ..hosts.columns import plain_key
 from .diagnose import check_logs, explained, read_steps
 from ..deploy.session import max_snapshot_bytes
+from .liveness import refuse_if_live
 from .storage import filesystem_error, join_path, storage_for
 
 
@@ -297,13 +298,15 @@ def clear(checkpoint: str, *, force: bool = False, idle_seconds: float = 120.0,
           spark: Any=None) -> None:
     """Remove a checkpoint (offsets, commits and state) through Spark's file
     system: the next run of the query starts over from its source. Refuses
-    while a query seems to run on it (a log write in the last
-    ``idle_seconds``) unless ``force``. Over Spark Connect the folder is
+    while a query runs on it (its liveness record, ``liveness``; even with
+    ``force``) or seems to (a log write in the last ``idle_seconds``, for a
+    query started without ``sw.start``) unless ``force``. Over Spark Connect the folder is
     replaced by a one-line marker (Connect has no delete). ``spark``
     defaults to the active session."""
     spark = active_session(spark, "clear")
     store = storage_for(spark)
     require_checkpoint(store, checkpoint)
+    refuse_if_live(spark, checkpoint, "clear")  # force or not: never under a running query
     if not force:
         busy = running_query_hint(spark, checkpoint, idle_seconds)
         if busy:

@@ -31,6 +31,7 @@ from .schemas import parse_schema
 from ..deploy.session import max_snapshot_bytes, packed_unpacker
 from ..deploy.shipping import ship_function
 from ..hosts import two_clocks as two_clock_hosts
+from ..queries.recorded_counts import remember
 from ..queries.start import STEP_METADATA
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Union[Bu
     """
     step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
                    ttl=ttl, max_state_bytes=max_state_bytes, output_schema=output_schema)
-    return plan_step(df, step, key, host=host, buckets=buckets)
+    return _replannable(df, step, key, host, buckets)
 
 
 def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
@@ -86,7 +87,19 @@ def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
     activation); a Step given as ``builder`` must have ``batch=True``."""
     step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
                    batch=True, max_state_bytes=max_state_bytes, output_schema=output_schema)
-    return plan_step(df, step, key, host=host, buckets=buckets)
+    return _replannable(df, step, key, host, buckets)
+
+
+def _replannable(df: DataFrame, step: Step, key: Union[str, Sequence[str]], host: Host,
+                 buckets: Optional[int]) -> DataFrame:
+    """``plan_step``; a streaming packed step whose buckets are the session's
+    default is remembered so that ``sw.start`` can plan it again with the
+    bucket count its checkpoint recorded (``queries.recorded_counts``)."""
+    frame = plan_step(df, step, key, host=host, buckets=buckets)
+    if host == "packed" and buckets is None and df.isStreaming:
+        remember(frame, step.step_id,
+                 lambda count: plan_step(df, step, key, host=host, buckets=count))
+    return frame
 
 
 def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
@@ -97,7 +110,6 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     keys = [key] if isinstance(key, str) else list(key)
     if host not in HOSTS:
         raise ConfigError(f"step {step_id!r}: host must be one of {HOSTS}, got {host!r}")
-    state_format = " ttl" if step.ttl is not None else ""  # ttl= wraps every snapshot
     if host == "packed":
         buckets = _bucket_count(df, buckets, step_id)
     schema = parse_schema(df, step.output_schema, step_id)
@@ -160,10 +172,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     if df.isStreaming and isinstance(time, EventTime) and time.column not in keys:
         blanked = time.column
         projected = _never_late(projected, time)
-    timeout = time.spark_timeout if step.uses_timers() else NO_TIMEOUT
-    if two_clocks:
-        timeout = two_clock_hosts.TIMEOUT
-        state_format += " two-clock"
+    timeout = step_timeout(step, two_clocks)
     function: HostFunction
     if host == "packed":
         assert buckets is not None  # _bucket_count set it above
@@ -185,7 +194,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         return _streaming_step(grouped, _as_function(function, spark), out_schema,
                                PACKED_STATE_SCHEMA, timeout, step_id, _step_description(
                                    step_id, keys, fields, schema, time, timeout,
-                                   f"packed/1 buckets={buckets}{state_format}"))
+                                   state_layout(step, host, buckets, two_clocks)))
     if not df.isStreaming:
         function = BoundedHost(driver, layout, outputs, single)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
@@ -197,7 +206,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
                            TWO_CLOCK_STATE_SCHEMA if two_clocks else STATE_SCHEMA,
                            timeout, step_id, _step_description(
                                step_id, keys, fields, schema, time, timeout,
-                               f"per_key/1{state_format}"))
+                               state_layout(step, host, buckets, two_clocks)))
 
 
 def _streaming_step(grouped: Any, function: Any, out_schema: T.StructType, state_schema: Any,
@@ -292,6 +301,41 @@ def _bucket_count(df: Any, buckets: Optional[int], step_id: str) -> int:
     if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 1:
         raise ConfigError(f"step {step_id!r}: buckets must be a positive int, got {buckets!r}")
     return buckets
+
+
+def step_timeout(step: Step, two_clocks: bool) -> str:
+    """Spark's timeout conf for a streaming step's groups: a two-clock step's
+    own, else its time mode's when the logic (or ``ttl=``) has timers, else
+    none."""
+    if two_clocks:
+        return two_clock_hosts.TIMEOUT
+    return step.time.spark_timeout if step.uses_timers() else NO_TIMEOUT
+
+
+def state_layout(step: Step, host: Host, buckets: Optional[int], two_clocks: bool) -> str:
+    """A streaming step's state row as its description records it:
+    ``per_key/1`` or ``packed/1 buckets=N``, then `` ttl`` (``ttl=`` wraps
+    every snapshot) and `` two-clock`` (a deadline beside the timer).
+
+    >>> from sparkwax.testing.reference import Counter
+    >>> state_layout(Step.of(Counter, ttl="1 hour"), "packed", 8, False)
+    'packed/1 buckets=8 ttl'
+    """
+    head = f"packed/1 buckets={buckets}" if host == "packed" else "per_key/1"
+    return head + (" ttl" if step.ttl is not None else "") + (" two-clock" if two_clocks else "")
+
+
+def logic_description(step: Step, host: Host, buckets: Optional[int]) -> Dict[str, Any]:
+    """What ``plan_step`` records for ``step`` as a streaming step on
+    ``host``, but for the key and output columns (a DataFrame's: empty
+    here): the parts its logic and step options decide (time mode, timers,
+    deadlines, state layout). ``state check`` compares it with a
+    checkpoint's record. May build one sample logic (a builder function)."""
+    step = step.knowing_deadlines()
+    two_clocks = bool(step.two_clocks)
+    return _step_description(step.step_id, [], {}, T.StructType([]), step.time,
+                             step_timeout(step, two_clocks),
+                             state_layout(step, host, buckets, two_clocks))
 
 
 def _step_description(step_id: str, keys: Sequence[str], fields: Mapping[str, T.StructField],

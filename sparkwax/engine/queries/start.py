@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ...checkpoint_format.files import STEPS_FILE
 from ...errors import ConfigError
@@ -28,7 +29,9 @@ from ..checkpoints.replay import keep_batch_plan
 from ..deploy.session import STATE_STORES
 from ..checkpoints.state.rescale import finish_interrupted
 from ..checkpoints.storage import is_connect, join_path, storage_for
+from ..checkpoints.liveness import Lease, refuse_if_live
 from ..checkpoints.wake import wake_timers
+from .recorded_counts import PARTITIONS_CONF, partitions_note, replanned
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -70,13 +73,23 @@ def check_checkpoint(store: Any, checkpoint: str, steps: List[Dict[str, Any]],
         return
     changes = describe_changes(saved, current)
     if changes:
-        raise ConfigError(
-            f"checkpoint {checkpoint} was written by a different query:\n  - "
+        raise ConfigError(refusal(checkpoint, changes))
+    if saved != current:  # only allowed changes (a watermark delay): record the new run
+        store.write_text(path, json.dumps(current, indent=2, sort_keys=True))
+
+
+def refusal(checkpoint: str, changes: List[str]) -> str:
+    """Why a restart on ``checkpoint`` is refused (``describe_changes``'s
+    lines), and the ways out: ``sw.start``'s error, ``state check``'s report.
+
+    >>> print(refusal("/ck", ["step 's': timers changed from True to False"])[:96])
+    checkpoint /ck was written by a different query:
+      - step 's': timers changed from True to False
+    """
+    return (f"checkpoint {checkpoint} was written by a different query:\n  - "
             + "\n  - ".join(changes)
             + "\nRestore the old settings, or start over with a new checkpoint "
               "(`sparkwax state clear` removes this one).")
-    if saved != current:  # only allowed changes (a watermark delay): record the new run
-        store.write_text(path, json.dumps(current, indent=2, sort_keys=True))
 
 
 def describe_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> List[str]:
@@ -176,14 +189,34 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
     a damaged checkpoint as a ``CheckpointError`` naming the file, with
     Spark's exception as the ``__cause__``.
     """
-    steps = step_descriptions(frame)
     spark = frame.sparkSession
-    confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
     store = storage_for(spark)
-    interrupted = (finish_interrupted(spark, checkpoint)  # (rescale needs a classic session)
+    refuse_if_live(spark, checkpoint, "start a query on")
+    lease = None if is_connect(spark) else Lease(spark, checkpoint, "query").acquire()
+    try:
+        started = _start(frame, spark, store, checkpoint, path=path, format=format,
+                         trigger=trigger, output_mode=output_mode, foreach_batch=foreach_batch,
+                         query_name=query_name, options=options, progress=progress,
+                         stop_on_signal=stop_on_signal)
+    except BaseException:
+        if lease is not None:
+            lease.release()
+        raise
+    if lease is not None:
+        lease.keep_while(lambda: bool(started.spark_query.isActive))
+    return started
+
+
+def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: Optional[str],
+           format: str, trigger: Optional[Dict[str, Any]], output_mode: str,
+           foreach_batch: Optional[Callable[[DataFrame, int], Any]], query_name: Optional[str],
+           options: Optional[Dict[str, str]], progress: bool, stop_on_signal: bool) -> Query:
+    """``start``'s work, under its lease."""
+    interrupted = (finish_interrupted(spark, checkpoint, checked=True)  # (needs a classic session)
                    if not is_connect(spark) and store.exists(checkpoint) else None)
     if interrupted:
         _LOG.warning("sparkwax: %s", interrupted)
+    frame, steps, confs = _recorded_counts(frame, spark, store, checkpoint)
     sink = {"format": format, "path": path} if foreach_batch is None and path else None
     check_checkpoint(store, checkpoint, steps, confs, sink)
     keep_batch_plan(spark, checkpoint)  # a file source's next batch, logged before a stop
@@ -216,3 +249,22 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
     if stop_on_signal:
         stop_on_signals(started, follower=following.follower if following else None)
     return started
+
+
+def _recorded_counts(frame: DataFrame, spark: Any, store: Any, checkpoint: str
+                     ) -> Tuple[DataFrame, List[Dict[str, Any]], Dict[str, Optional[str]]]:
+    """``frame``, its step descriptions and the frozen confs, with the
+    checkpoint's recorded partition and bucket counts in place of the
+    session's (``recorded_counts``), and one line saying so."""
+    steps = step_descriptions(frame)
+    confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
+    saved = read_steps(store, checkpoint)
+    frame, steps, kept = replanned(frame, saved, steps)
+    note = partitions_note(checkpoint, saved, confs[PARTITIONS_CONF])
+    if note:
+        confs[PARTITIONS_CONF] = saved["confs"][PARTITIONS_CONF]  # type: ignore[index]
+    if note or kept:
+        print(note or f"sparkwax: {checkpoint}: {'; '.join(kept)}",
+              *(["  " + line for line in kept] if note else []), sep="\n", file=sys.stderr,
+              flush=True)
+    return frame, steps, confs

@@ -42,8 +42,10 @@ from ....errors import CheckpointError, RescaleError
 from ....checkpoint_format.paths import join_path
 from ..snapshots import active_session, newest_log_ms, require_checkpoint
 from ..diagnose import last_commit, operators, read_steps
+from ..liveness import Lease, refuse_if_live
 from ..storage import is_connect, storage_for
 from . import batch_logs
+from .derive import state_rows_of, stored_bucket_count, stored_key_ddl
 from .reshard import StateLayout, state_rows, write_state
 
 FOLDER = "sparkwax-rescale"
@@ -63,14 +65,16 @@ class RescaleResult:
     batch: int
     partitions: Tuple[int, int]
     buckets: Optional[Tuple[int, int]]
+    derived: Optional[str] = None  # a packed step's counts found in its state, not recorded
 
     def __str__(self) -> str:
         text = (f"rescaled {self.checkpoint}: state partitions {self.partitions[0]} -> "
                 f"{self.partitions[1]}")
         if self.buckets:
             text += f", buckets {self.buckets[0]} -> {self.buckets[1]}"
-        return (text + f" (batch {self.batch} holds the rescaled state; restart the query "
-                f"with spark.sql.shuffle.partitions={self.partitions[1]})")
+        text += (f" (batch {self.batch} holds the rescaled state; restart the query "
+                 f"with spark.sql.shuffle.partitions={self.partitions[1]})")
+        return f"{text}\n{self.derived}" if self.derived else text
 
 
 def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
@@ -92,8 +96,18 @@ def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
         raise RescaleError(f"partitions must be a positive int, got {partitions!r}")
     store = storage_for(spark)
     require_checkpoint(store, checkpoint)
-    finish_interrupted(spark, checkpoint)
     _refuse_running(spark, checkpoint, idle_seconds)
+    lease = Lease(spark, checkpoint, "rescale").acquire().keep_while(lambda: True)
+    try:
+        finish_interrupted(spark, checkpoint, checked=True)
+        return _rescale(spark, store, checkpoint, partitions, buckets, sink)
+    finally:
+        lease.release()
+
+
+def _rescale(spark: Any, store: Any, checkpoint: str, partitions: int, buckets: Optional[int],
+             sink: Optional[str]) -> RescaleResult:
+    """``rescale``'s work, under its lease."""
     plan = _plan(spark, store, checkpoint, partitions, buckets, sink)
     layout = StateLayout.parse(store.read_bytes(_schema_file(checkpoint)) or b"")
     if layout.packed and (plan["buckets"][1] is None or not plan["key_ddl"]):
@@ -132,16 +146,21 @@ def _build_and_place(spark: Any, store: Any, checkpoint: str, plan: Dict[str, An
         _crash_point("placing")
 
 
-def finish_interrupted(spark: Any, checkpoint: str) -> Optional[str]:
+def finish_interrupted(spark: Any, checkpoint: str, *, checked: bool = False) -> Optional[str]:
     """Finish or undo a rescale of ``checkpoint`` that was cut short; what
     was done (``"rescaled: ..."`` or ``"as it was: ..."``), or None when none
-    was in progress."""
+    was in progress. A rescale still running (its liveness record renewed)
+    is a ``RescaleError``, not cut short; ``checked``: the caller holds the
+    checkpoint already (``sw.start``, ``rescale``)."""
     store = storage_for(spark)
     folder = join_path(checkpoint, FOLDER)
+    if not store.exists(folder):
+        return None
+    if not checked:
+        refuse_if_live(spark, checkpoint, "finish the interrupted rescale of", RescaleError)
     journal = _newest_record(store, folder)
     if journal is None:
-        if store.exists(folder):
-            store.delete(folder)  # stopped before its first record: nothing was changed
+        store.delete(folder)  # stopped before its first record: nothing was changed
         return None
     if journal["phase"] == "logging":
         _write_logs(spark, store, checkpoint, journal)
@@ -178,26 +197,58 @@ def _plan(spark: Any, store: Any, checkpoint: str, partitions: int, buckets: Opt
     before = int(confs.get(batch_logs.PARTITIONS_CONF, "0") or 0)
     steps = (read_steps(store, checkpoint) or {})
     step = next(iter(steps.get("steps", {}).values()), None) or {}
-    layout_state = str(step.get("state", ""))
-    old_buckets = _BUCKETS.search(layout_state)
-    bucket_pair = None
-    if old_buckets:
-        old = int(old_buckets.group(1))
-        new = buckets if buckets is not None else (4 * partitions if old == 4 * before else old)
-        bucket_pair = (old, new)
-    elif buckets is not None:
-        raise RescaleError(f"{checkpoint} holds a per-key step: it has no buckets to change")
+    bucket_pair, key_ddl, derived = _bucket_plan(spark, store, checkpoint, step, committed,
+                                                 (before, partitions), buckets)
     if partitions == before and (bucket_pair is None or bucket_pair[0] == bucket_pair[1]):
         raise RescaleError(f"{checkpoint} already has {partitions} state partitions"
                            + (f" and {bucket_pair[0]} buckets" if bucket_pair else ""))
     recorded_sink = (steps.get("sink") or {}).get("path")
     return {"committed": committed, "partitions": [before, partitions],
             "buckets": list(bucket_pair) if bucket_pair else [None, None],
-            "key_ddl": step.get("key"), "confs": {k: v for k, v in confs.items()
+            "key_ddl": key_ddl, "derived": derived,
+            "confs": {k: v for k, v in confs.items()
                                                   if k != batch_logs.PARTITIONS_CONF},
             "offsets": last, "planned": planned,
             "commit": _text(store, checkpoint, "commits", committed),
             "sink": sink or recorded_sink}
+
+
+def _bucket_plan(spark: Any, store: Any, checkpoint: str, step: Dict[str, Any],
+                 committed: int, partitions: Tuple[int, int], buckets: Optional[int]
+                 ) -> Tuple[Optional[Tuple[int, int]], Optional[str], Optional[str]]:
+    """A packed step's ``(old, new)`` bucket counts (None for a per-key
+    step), its key columns' DDL and, when they were not recorded (a query
+    started without ``sw.start``), the line saying they were derived from
+    the state (``derive``). New buckets: ``buckets``, else 4 x the new
+    partitions when the step used the default (4 x the old), else the old."""
+    recorded = _BUCKETS.search(str(step.get("state", "")))
+    derived = None
+    if recorded:
+        old, key_ddl = int(recorded.group(1)), step.get("key")
+    elif StateLayout.parse(store.read_bytes(_schema_file(checkpoint)) or b"").packed:
+        old, key_ddl, derived = _derived_counts(spark, checkpoint, committed, partitions[0])
+    elif buckets is not None:
+        raise RescaleError(f"{checkpoint} holds a per-key step: it has no buckets to change")
+    else:
+        return None, step.get("key"), None
+    new = buckets if buckets is not None else (
+        4 * partitions[1] if old == 4 * partitions[0] else old)
+    return (old, new), key_ddl, derived
+
+
+def _derived_counts(spark: Any, checkpoint: str, committed: int, before: int
+                    ) -> Tuple[int, str, str]:
+    """A packed step's bucket count (from its state rows; 4 x partitions,
+    the default, when it stores none) and key columns (from its stored
+    keys, checked against their buckets), and the line that says so."""
+    rows = state_rows_of(spark, checkpoint, committed)
+    stored = stored_bucket_count(checkpoint, rows)
+    old = stored if stored is not None else 4 * before
+    key_ddl = stored_key_ddl(spark, checkpoint, rows, old)
+    source = "its state rows" if stored is not None else "the default (no key is stored)"
+    return old, key_ddl, (f"{checkpoint} has no {STEPS_FILE} record of the packed step (it was "
+                          f"not started with sw.start): {old} buckets derived from {source}, "
+                          f"key columns {key_ddl!r} from the stored keys")
 
 
 def _moves(store: Any, built: str, checkpoint: str, version: int) -> List[Tuple[str, str]]:
@@ -278,15 +329,12 @@ def _crash_point(stage: str) -> None:
 
 
 def _refuse_running(spark: Any, checkpoint: str, idle_seconds: float) -> None:
-    for query in spark.streams.active:
-        try:
-            root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
-        except Exception:
-            continue
-        if root.rstrip("/").endswith(checkpoint.rstrip("/").split(":", 1)[-1]):
-            raise RescaleError(f"{checkpoint} is in use by query {query.name or query.id} of "
-                               "this session: stop it first (Spark rescales only a stopped "
-                               "query's state)")
+    """A query of this session or one holding the checkpoint's liveness
+    record (``sw.start``'s, idle or busy, in any process) is refused always;
+    a query started without ``sw.start`` is seen only by its logs changing
+    while the newest is less than ``idle_seconds`` old (0: not looked for,
+    ``--force``)."""
+    refuse_if_live(spark, checkpoint, "rescale", RescaleError)
     if idle_seconds <= 0:
         return
     store = storage_for(spark)
@@ -332,7 +380,8 @@ def _schema_file(checkpoint: str) -> str:
 def _result(checkpoint: str, plan: Dict[str, Any]) -> RescaleResult:
     buckets = plan["buckets"]
     return RescaleResult(checkpoint, plan["committed"] + 1, tuple(plan["partitions"]),
-                         tuple(buckets) if buckets[0] is not None else None)
+                         tuple(buckets) if buckets[0] is not None else None,
+                         plan.get("derived"))
 
 
 __all__ = ["FOLDER", "KILL_AT_ENV", "RescaleResult", "finish_interrupted", "rescale"]

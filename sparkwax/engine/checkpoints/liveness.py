@@ -1,0 +1,233 @@
+"""Who is using a checkpoint: a liveness record that a running query (and a
+running rescale) keeps fresh, so that no tool writes a checkpoint under it.
+
+Spark's own guard (``CONCURRENT_STREAM_LOG_UPDATE``) fires only when the
+second writer reaches the offset log, and a log's age cannot tell an idle
+query from a stopped one. So ``sw.start`` and ``rescale`` hold a *lease*:
+``<checkpoint>/sparkwax-live.json`` (written through Spark's file system,
+like the checkpoint) names the holder (what, host, process id, a run id,
+since when) and a beat counter that a daemon thread renews every
+``BEAT_SECONDS`` while the query is active, idle or busy. A clean stop
+removes it; a killed process leaves it behind, and ``live_holder`` tells a
+live record from a dead one:
+
+- a query of this process's sessions on the checkpoint, or a lease of this
+  process: live;
+- a record of this host whose process is gone: dead, at once;
+- a record written more than ``STALE_SECONDS`` ago (by its own clock and by
+  the file's time): dead;
+- else the record is watched for ``WATCH_SECONDS``: renewed, live; not, dead.
+
+``refuse_if_live`` raises the error a writing tool gives (``sw.start``, the
+``state`` commands ``rescale`` and ``clear``); ``--force`` never overrides a
+live holder. Over Spark Connect there is no lease (its client has no file
+API; the query runs on the server).
+
+>>> Holder("query", "node-1", 4242, "run-9", 1_700_000_000_000).describe()
+'a query (run run-9, pid 4242 on node-1, since 2023-11-14 22:13:20 UTC)'
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import threading
+import time as wall_clock
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, Optional, Type
+
+from ...checkpoint_format.paths import join_path
+from ...errors import ConfigError, SparkwaxError
+from .storage import is_connect, storage_for
+
+FILE = "sparkwax-live.json"
+BEAT_SECONDS = 2.0
+WATCH_SECONDS = 2 * BEAT_SECONDS + 1.0
+STALE_SECONDS = 120.0
+
+_HELD: Dict[str, "Lease"] = {}  # run id -> this process's leases
+_HELD_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a checkpoint: ``what`` ("query", "rescale"), where, since when."""
+
+    what: str
+    host: str
+    pid: int
+    run: str
+    since_ms: int
+    beat: int = 0
+    written_ms: int = 0
+
+    def describe(self) -> str:
+        since = datetime.fromtimestamp(self.since_ms / 1000, timezone.utc)
+        return (f"a {self.what} (run {self.run}, pid {self.pid} on {self.host}, since "
+                f"{since:%Y-%m-%d %H:%M:%S} UTC)")
+
+
+def read_holder(store: Any, checkpoint: str) -> Optional[Holder]:
+    """The checkpoint's liveness record, or None (none, or unreadable: a
+    record cut short while written holds no promise)."""
+    try:
+        text = store.read_text(join_path(checkpoint, FILE))
+        fields = json.loads(text) if text else None
+        return Holder(**fields) if isinstance(fields, dict) else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _record_age_s(store: Any, checkpoint: str, holder: Holder) -> float:
+    """Seconds since the record was written: the younger of its own clock's
+    and the file system's time (either may be another machine's clock)."""
+    now_ms = wall_clock.time() * 1000
+    modified = [e.modified_ms for e in store.list(checkpoint) if e.name == FILE]
+    return min(now_ms - holder.written_ms, now_ms - max(modified, default=0)) / 1000
+
+
+def _process_gone(holder: Holder) -> bool:
+    """Whether the holder ran on this host and its process has ended."""
+    if holder.host != socket.gethostname():
+        return False
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's live process
+        return False
+    return False
+
+
+def _running_here(spark: Any, checkpoint: str) -> Optional[Holder]:
+    """An active query of this process's session on ``checkpoint``."""
+    for query in spark.streams.active:
+        try:
+            root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
+        except Exception:  # not a classic query: no root to compare
+            continue
+        if root.rstrip("/").endswith(checkpoint.rstrip("/").split(":", 1)[-1]):
+            return Holder("query", socket.gethostname(), os.getpid(),
+                          str(query.name or query.id), int(wall_clock.time() * 1000))
+    return None
+
+
+def live_holder(spark: Any, checkpoint: str, *, watch_seconds: float = WATCH_SECONDS,
+                sleep: Callable[[float], None] = wall_clock.sleep) -> Optional[Holder]:
+    """Who is running on ``checkpoint`` now (see the module's rules), or None."""
+    if is_connect(spark):
+        return None
+    here = _running_here(spark, checkpoint)
+    if here is not None:
+        return here
+    store = storage_for(spark)
+    holder = read_holder(store, checkpoint)
+    if holder is None:
+        return None
+    if holder.pid == os.getpid() and holder.host == socket.gethostname():
+        with _HELD_LOCK:
+            lease = _HELD.get(holder.run)
+        return holder if lease is not None and lease.is_active() else None
+    if _process_gone(holder) or _record_age_s(store, checkpoint, holder) > STALE_SECONDS:
+        return None
+    give_up = wall_clock.monotonic() + watch_seconds
+    while wall_clock.monotonic() < give_up:
+        sleep(min(0.5, watch_seconds))
+        again = read_holder(store, checkpoint)
+        if again is None:
+            return None  # removed: a clean stop
+        if (again.run, again.beat) != (holder.run, holder.beat):
+            return again
+    return None
+
+
+def refuse_if_live(spark: Any, checkpoint: str, doing: str,
+                   error: Type[SparkwaxError] = ConfigError, **watch: Any) -> None:
+    """Raise ``error`` when a query or a rescale is running on ``checkpoint``
+    (``doing``: what was asked, e.g. "rescale")."""
+    holder = live_holder(spark, checkpoint, **watch)
+    if holder is not None:
+        raise error(f"cannot {doing} {checkpoint}: it is in use by {holder.describe()}; "
+                    f"stop it first and try again (its liveness record {FILE} in the "
+                    "checkpoint is renewed every few seconds while it runs; --force does "
+                    "not override a running query)")
+
+
+class Lease:
+    """This process's hold on a checkpoint: ``acquire`` writes the record,
+    ``keep_while(active)`` renews it from a daemon thread while ``active()``
+    holds, ``release`` stops and removes it (also at interpreter exit)."""
+
+    def __init__(self, spark: Any, checkpoint: str, what: str):
+        self.checkpoint = checkpoint
+        self._store = storage_for(spark)
+        now = int(wall_clock.time() * 1000)
+        self.holder = Holder(what, socket.gethostname(), os.getpid(), uuid.uuid4().hex[:12], now)
+        self._stop = threading.Event()
+        self._active: Optional[Callable[[], bool]] = None
+        self._thread: Optional[threading.Thread] = None
+
+    def is_active(self) -> bool:
+        """Whether the holder still runs (a query stopped a moment ago, before
+        the next beat noticed, is not)."""
+        try:
+            return not self._stop.is_set() and (self._active is None or self._active())
+        except Exception:  # the JVM is gone
+            return False
+
+    def acquire(self) -> "Lease":
+        with _HELD_LOCK:
+            _HELD[self.holder.run] = self
+        self._write()
+        return self
+
+    def _write(self) -> None:
+        self.holder = Holder(**{**asdict(self.holder), "beat": self.holder.beat + 1,
+                                "written_ms": int(wall_clock.time() * 1000)})
+        self._store.write_text(join_path(self.checkpoint, FILE), json.dumps(asdict(self.holder)))
+
+    def keep_while(self, active: Callable[[], bool]) -> "Lease":
+        """Renew every ``BEAT_SECONDS`` while ``active()``; release after."""
+        self._active = active
+
+        def beat() -> None:
+            while not self._stop.wait(BEAT_SECONDS):
+                try:
+                    if not active():
+                        break
+                    self._write()
+                except Exception:  # the JVM is gone (interpreter exit): stop renewing
+                    return
+            self.release()
+        self._thread = threading.Thread(target=beat, name="sparkwax-liveness", daemon=True)
+        self._thread.start()
+        return self
+
+    def release(self) -> None:
+        """Stop renewing and remove the record if it is still this lease's."""
+        self._stop.set()
+        with _HELD_LOCK:
+            if _HELD.pop(self.holder.run, None) is None:
+                return
+        try:
+            found = read_holder(self._store, self.checkpoint)
+            if found is not None and found.run == self.holder.run:
+                self._store.delete(join_path(self.checkpoint, FILE))
+        except Exception:  # the JVM is gone: the record stays, and reads as dead
+            pass
+
+
+@atexit.register
+def _release_all() -> None:
+    with _HELD_LOCK:
+        leases = list(_HELD.values())
+    for lease in leases:
+        lease.release()
+
+
+__all__ = ["BEAT_SECONDS", "FILE", "Holder", "Lease", "STALE_SECONDS", "WATCH_SECONDS",
+           "live_holder", "read_holder", "refuse_if_live"]

@@ -1,0 +1,110 @@
+"""No tool writes a checkpoint a query is running on: the liveness record
+(sparkwax/engine/checkpoints/liveness.py) that ``sw.start`` keeps fresh
+while its query runs, busy or idle, in this process or another.
+
+The idle query of another process is the case a log's age cannot see: its
+logs stop changing once its input is done, yet Spark fails it with
+``CONCURRENT_STREAM_LOG_UPDATE`` at its next file if a rescale wrote under it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import sparkwax as sw
+from sparkwax.engine.checkpoints.snapshots import clear
+from sparkwax.engine.checkpoints.liveness import FILE, Lease, live_holder
+from sparkwax.engine.checkpoints.state.rescale import rescale
+from sparkwax.errors import ConfigError, RescaleError
+
+from kit import REPO, SumV1, commits, state_cli, stop_group
+
+APP = textwrap.dedent("""
+    import sys
+    import sparkwax as sw
+
+    source, base = sys.argv[1], sys.argv[2]
+    spark = sw.local_session("local[2]", shuffle_partitions=2)
+    stream = spark.readStream.schema("key string, value long").json(source)
+    counts = sw.stateful(stream, key="key", builder=Count,
+                         output_schema="n long")
+    query = sw.start(counts, checkpoint=f"{base}/ck", path=f"{base}/out",
+                     trigger={"processingTime": "500 milliseconds"})
+    query.awaitTermination()
+""")
+LOGIC = textwrap.dedent("""
+    import sparkwax as sw
+
+    class Count(sw.StatefulLogic):
+        def __init__(self, resume=None):
+            self.n = resume or 0
+        def on_item(self, value):
+            self.n += 1
+            return [{"n": self.n}], sw.RETAIN
+        def snapshot(self):
+            return self.n
+""")
+
+
+def _idle_query_in_another_process(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "0.json").write_text(json.dumps({"key": "k", "value": 1}) + "\n")
+    script = tmp_path / "app.py"
+    script.write_text(LOGIC + APP)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    app = subprocess.Popen([sys.executable, str(script), str(tmp_path / "in"), str(tmp_path)],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    give_up = time.monotonic() + 180
+    while commits(tmp_path / "ck") < 1:
+        assert app.poll() is None, app.stdout.read().decode()[-3000:]
+        assert time.monotonic() < give_up, "the app committed nothing in 180 s"
+        time.sleep(0.2)
+    return app
+
+
+def test_a_tool_never_writes_under_an_idle_query_of_another_process(spark, tmp_path):
+    app = _idle_query_in_another_process(tmp_path)
+    checkpoint = str(tmp_path / "ck")
+    try:
+        time.sleep(3)  # idle: its logs no longer change
+        with pytest.raises(RescaleError, match=rf"in use by a query \(run \w+, pid {app.pid} "):
+            rescale(checkpoint, 3, spark=spark, idle_seconds=0)  # --force: still refused
+        with pytest.raises(ConfigError, match="cannot clear .* in use by a query"):
+            clear(checkpoint, force=True, spark=spark)
+        assert state_cli(["rescale", checkpoint, "--partitions", "3", "--force"]) != 0
+        (tmp_path / "in" / "1.json").write_text(json.dumps({"key": "k", "value": 2}) + "\n")
+        give_up = time.monotonic() + 120
+        while commits(tmp_path / "ck") < 2:  # the query lives on, nothing written under it
+            assert app.poll() is None, app.stdout.read().decode()[-3000:]
+            assert time.monotonic() < give_up
+            time.sleep(0.2)
+    finally:
+        os.killpg(app.pid, signal.SIGKILL)  # its record stays: a dead process's
+        stop_group(app)
+    assert (tmp_path / "ck" / FILE).exists()
+    started = time.monotonic()
+    assert live_holder(spark, checkpoint) is None
+    assert time.monotonic() - started < 2, "a dead process of this host is known at once"
+    assert rescale(checkpoint, 3, spark=spark, idle_seconds=0).partitions == (2, 3)
+
+
+def test_a_start_waits_for_no_rescale(spark, tmp_path):
+    """A rescale holds the checkpoint too: a start under it is refused (it
+    would finish or undo the rescale's journal as if it had been cut short)."""
+    checkpoint = str(tmp_path / "ck")
+    stream = spark.readStream.schema("key string, value long").json(str(tmp_path))
+    counts = sw.stateful(stream, key="key", builder=SumV1, output_schema="total long, v long")
+    lease = Lease(spark, checkpoint, "rescale").acquire()
+    try:
+        with pytest.raises(ConfigError, match="cannot start a query on .* in use by a rescale"):
+            sw.start(counts, checkpoint=checkpoint, path=str(tmp_path / "out"))
+    finally:
+        lease.release()
+    assert not (tmp_path / "ck" / FILE).exists()
