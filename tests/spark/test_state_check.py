@@ -30,6 +30,9 @@ class SumV1(sw.StatefulLogic):
     def snapshot(self):
         return (self.total, self.count)
 
+    def notify_at(self):  # timers (none set): SumV2BadTimer's notify_at is no shape change
+        return None
+
 
 def _on_executor():
     from pyspark import TaskContext
@@ -141,3 +144,90 @@ def test_the_command_prints_the_report_and_exits_0_1_2(spark, checkpoints, tmp_p
     assert state_cli(["check", checkpoint, f"{app}:NoSuchLogic"]) == 2
     assert "has no 'NoSuchLogic'" in capsys.readouterr().err
     assert state_cli(["check", os.path.join(str(tmp_path), "nothing"), f"{app}:SumV2Dict"]) == 2
+
+
+class IdleNoDeadline(sw.StatefulLogic):
+    """An event-time sum; v2 of ``Idle`` without its processing deadline:
+    sw.start refuses it on Idle's checkpoint."""
+
+    def __init__(self, resume=None):
+        self.total = resume or 0
+
+    def on_item(self, value):
+        self.total += value["value"]
+        return [self.total], sw.RETAIN
+
+    def notify_at(self):
+        return None
+
+    def snapshot(self):
+        return self.total
+
+
+class Idle(IdleNoDeadline):
+    """With a processing deadline beside its timer (a two-clock step): the
+    checkpoint records deadlines."""
+
+    def processing_notify_at(self):
+        return None
+
+
+TWO_CLOCK_TIME = sw.EventTime("ts", watermark="1 minute")
+
+
+def _two_clock_stream(spark, workdir: Path):
+    source = workdir / "in"
+    source.mkdir(exist_ok=True)
+    (source / "batch-0.json").write_text("".join(
+        f'{{"key": "{key}", "value": {n}, "ts": "2024-01-01T00:00:0{n}Z"}}\n'
+        for n, key in enumerate(KEYS, 1)))
+    return spark.readStream.schema("key string, value long, ts timestamp").json(str(source))
+
+
+def _two_clock_step(stream, builder):
+    return sw.stateful(stream, key="key", builder=builder, output_schema="total long",
+                       time=TWO_CLOCK_TIME, step_id="idle")
+
+
+def test_a_shape_sw_start_refuses_fails_the_check_with_its_error(spark, tmp_path, capsys):
+    """The issue's case: a logic that drops its deadlines passed the check,
+    then sw.start refused it. Now the check compares the shape as sw.start
+    does (describe_changes) and fails with sw.start's own error, exit 1."""
+    stream = _two_clock_stream(spark, tmp_path)
+    checkpoint = str(tmp_path / "ck")
+    sw.start(_two_clock_step(stream, Idle), checkpoint=checkpoint, format="noop",
+             stop_on_signal=False, trigger={"availableNow": True}).awaitTermination()
+    with pytest.raises(sw.ConfigError) as refused:
+        sw.start(_two_clock_step(stream, IdleNoDeadline), checkpoint=checkpoint, format="noop",
+                 stop_on_signal=False)
+    result = check_state(spark, checkpoint, IdleNoDeadline)
+    assert not result.ok and result.shape_changes == [
+        "step 'idle': deadlines changed from True to None",
+        "step 'idle': state changed from 'per_key/1 two-clock' to 'per_key/1'"]
+    assert str(result) == str(refused.value)  # the same error, word for word
+    assert check_state(spark, checkpoint, Idle).ok  # the same logic: its keys are checked
+    changed = check_state(spark, checkpoint, Idle, time=sw.EventTime("at", watermark="1 minute"))
+    assert changed.shape_changes == [
+        "step 'idle': event-time column changed from 'ts' to 'at'"]
+
+    app = tmp_path / "idle_v2.py"
+    app.write_text(Path(__file__).read_text())
+    assert state_cli(["check", checkpoint, f"{app}:IdleNoDeadline"]) == 1
+    out = capsys.readouterr().out
+    assert out == str(refused.value) + "\n"  # the short block, no key report
+
+
+def test_a_checkpoint_without_a_record_says_the_shape_was_not_compared(spark, tmp_path):
+    stream = _two_clock_stream(spark, tmp_path)
+    checkpoint = str(tmp_path / "ck")
+    # (no deadlines: Spark alone would not end a two-clock step's availableNow run)
+    query = (_two_clock_step(stream, IdleNoDeadline).writeStream.format("noop")  # not sw.start
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    result = check_state(spark, checkpoint, IdleNoDeadline, time=TWO_CLOCK_TIME,
+                         step_id="idle")
+    assert result.ok and result.keys_ok == len(KEYS) and result.shape_changes == []
+    last = str(result).splitlines()[-1]
+    assert last == (f"the step's shape (time mode, timers, deadlines, state) could not be "
+                    f"compared: {checkpoint} has no sparkwax-steps.json (the query was not "
+                    "started with sw.start, which records it)")

@@ -18,6 +18,7 @@ only those counts come back to the driver.
 
 from __future__ import annotations
 
+import re
 import time as wall_clock
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
@@ -28,15 +29,19 @@ from pyspark.sql import functions as F
 from ...._driver import Driver
 from ....errors import short_repr
 from ....logic import Builder
-from ....step import Step
+from ....checkpoint_format.files import STEPS_FILE
+from ....errors import CheckpointError
+from ....step import Host, Step
 from ....timers import EventTime, ProcessingTime, TimeMode
 from ..snapshots import last_watermark_ms
-from ..diagnose import explained
+from ..diagnose import explained, read_steps
+from ..storage import storage_for
 from ...deploy.shipping import ship_function
 from .frame import flat_state, recorded_step
 from .rows import Layout, entries
 
 _SCHEMA = "key string, error_class string, message string"
+_BUCKETS = re.compile(r"buckets=(\d+)")
 
 
 class Failure(NamedTuple):
@@ -59,12 +64,22 @@ class CheckResult:
     keys_ok: int
     keys_failed: int
     failures: List[Failure] = field(default_factory=list)
+    shape_changes: List[str] = field(default_factory=list)  # what sw.start would refuse
+    shape_note: Optional[str] = None  # why the step's shape was not compared
 
     @property
     def ok(self) -> bool:
-        return self.keys_failed == 0
+        return self.keys_failed == 0 and not self.shape_changes
 
     def __str__(self) -> str:
+        if self.shape_changes:  # sw.start's own error: no snapshot was restored
+            from ...queries.start import refusal
+
+            return refusal(self.checkpoint, self.shape_changes)
+        report = self._keys_report()
+        return f"{report}\n{self.shape_note}" if self.shape_note else report
+
+    def _keys_report(self) -> str:
         total = self.keys_ok + self.keys_failed
         head = (f"step {self.step_id!r} in {self.checkpoint}: {total} stored key(s) checked "
                 f"with {self.logic}")
@@ -88,11 +103,20 @@ def check_state(spark: Any, checkpoint: str, builder: Builder, *, operator_id: i
     and time mode default to what ``sw.start`` recorded in the checkpoint; a
     step started with ``ttl=``/``max_state_bytes=`` needs them here too (they
     wrap the snapshots). ``now`` is the watermark the next batch would have
-    (EventTime) or the wall clock, as for ``finish``."""
+    (EventTime) or the wall clock, as for ``finish``.
+
+    First the step's shape (time mode, timers, deadlines, state layout) is
+    compared with the checkpoint's record as ``sw.start`` compares it
+    (``compare_shape``): a change it would refuse is the result (not ok,
+    its error as the report), and no snapshot is restored."""
     recorded = recorded_step(spark, checkpoint)
     step = Step.of(builder, step_id=step_id or recorded.get("step_id"),
                    time=time or recorded_time(recorded), batch=batch, ttl=ttl,
                    max_state_bytes=max_state_bytes)
+    name = getattr(builder, "__qualname__", None) or repr(builder)
+    changes, note = compare_shape(spark, checkpoint, step)
+    if changes:
+        return CheckResult(checkpoint, step.step_id, name, 0, 0, shape_changes=changes)
     driver = Driver(step)
     wall_ms = int(wall_clock.time() * 1000)
     now_ms = driver.now_ms(lambda: last_watermark_ms(spark, checkpoint), lambda: wall_ms)
@@ -115,9 +139,52 @@ def check_state(spark: Any, checkpoint: str, builder: Builder, *, operator_id: i
                        for r in rows if r["error_class"] is not None),
                       key=lambda f: (-f.count, f.error_class))
     ok = sum(r["n"] for r in rows if r["error_class"] is None)
-    name = getattr(builder, "__qualname__", None) or repr(builder)
     return CheckResult(checkpoint, step.step_id, name, ok, sum(f.count for f in failures),
-                       failures)
+                       failures, shape_note=note)
+
+
+def compare_shape(spark: Any, checkpoint: str, step: Step) -> Tuple[List[str], Optional[str]]:
+    """What ``sw.start`` would refuse in restarting ``checkpoint`` with
+    ``step`` (``describe_changes`` between the record and
+    ``logic_description``; the key and output columns, which the restart's
+    DataFrame decides, are the record's), or why that could not be
+    compared (one line: no record, a damaged one, another step's)."""
+    from ...planning.plan import logic_description
+    from ...queries.start import describe_changes
+
+    try:
+        saved = read_steps(storage_for(spark), checkpoint)
+    except CheckpointError as error:
+        return [], f"{_NOT_COMPARED}: {str(error).splitlines()[0]}"
+    recorded = (saved or {}).get("steps", {})
+    if not recorded:
+        return [], (f"{_NOT_COMPARED}: {checkpoint} has no {STEPS_FILE} (the query was not "
+                    "started with sw.start, which records it)")
+    old = ({step.step_id: recorded[step.step_id]} if step.step_id in recorded
+           else recorded if len(recorded) == 1 else None)
+    if old is None:
+        return [], (f"{_NOT_COMPARED}: {STEPS_FILE} records steps {sorted(recorded)}, not "
+                    f"{step.step_id!r} (give its step id)")
+    before = next(iter(old.values()))
+    host, buckets = recorded_host(before.get("state"))
+    new = {**logic_description(step, host, buckets),
+           "key": before.get("key"), "output": before.get("output")}
+    return describe_changes({"steps": old}, {"steps": {step.step_id: new}}), None
+
+
+_NOT_COMPARED = "the step's shape (time mode, timers, deadlines, state) could not be compared"
+
+
+def recorded_host(state: Any) -> Tuple[Host, Optional[int]]:
+    """The host and bucket count of a recorded state layout.
+
+    >>> recorded_host("packed/1 buckets=8 two-clock"), recorded_host("per_key/1 ttl")
+    (('packed', 8), ('per_key', None))
+    """
+    found = _BUCKETS.search(str(state or ""))
+    if str(state or "").startswith("packed/") and found:
+        return "packed", int(found.group(1))
+    return "per_key", None
 
 
 def recorded_time(recorded: Dict[str, Any]) -> Optional[TimeMode]:
@@ -165,4 +232,5 @@ class CheckRows:
         return None
 
 
-__all__ = ["CheckResult", "Failure", "check_state", "recorded_time"]
+__all__ = ["CheckResult", "Failure", "check_state", "compare_shape", "recorded_host",
+           "recorded_time"]
