@@ -59,7 +59,9 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     (``sparkwax.failure``), and (for a new local
     session, unless set) driver memory sized from the machine: a quarter of
     its memory, 1 to 8 GB (``conf={"spark.driver.memory": "12g"}`` to
-    change it). ``state_store`` is
+    change it), and its queries and itself stopped in order when the program
+    ends without ``spark.stop()`` (``sparkwax.engine.deploy.ending``).
+    ``state_store`` is
     ``"hdfs"`` (Spark's default) or ``"rocksdb"`` (with changelog
     checkpointing). ``conf`` entries win over these defaults.
 
@@ -77,6 +79,7 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
     from pyspark.sql import SparkSession
 
     from ...failure import install_hook
+    from .ending import stop_at_exit
     from .logs import CONF_KEY as LOG_CONF, java_option, spark_log_level
 
     install_hook()
@@ -127,6 +130,7 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
         if name.startswith(_HADOOP_PREFIX):  # confs; Hadoop's own key applies per session
             spark.conf.set(name[len(_HADOOP_PREFIX):], value)
     spark.sparkContext.setLogLevel(level)
+    stop_at_exit()  # a program that returns without spark.stop(): stopped in order
     return spark
 
 

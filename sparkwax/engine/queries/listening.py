@@ -110,8 +110,9 @@ _LIVE: Set[Listening] = set()  # listeners to remove when the program ends
 
 
 @atexit.register
-def _remove_all() -> None:
-    """Remove the listeners of queries nobody waited for, before py4j closes."""
+def remove_all() -> None:
+    """Remove the listeners of queries nobody waited for, before py4j closes
+    (at exit, and from ``deploy.ending`` once it has stopped the queries)."""
     for listening in list(_LIVE):
         listening._remove()
 
@@ -144,4 +145,4 @@ def _listener_for(listening: Listening) -> Any:
     return ProgressListener()
 
 
-__all__ = ["Listening", "listen"]
+__all__ = ["Listening", "listen", "remove_all"]

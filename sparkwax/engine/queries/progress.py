@@ -328,8 +328,8 @@ def wait_for_stop(query: Any, timeout: float = 120.0) -> None:
 
 def _stop_now(queries: List[Any]) -> None:
     for query in queries:  # Spark's stop(): interrupts a batch still running
-        if _alive(query):
-            query.stop()
+        if _alive(query):  # (a sparkwax Query's own stop() would wait for the batch)
+            getattr(query, "spark_query", query).stop()
 
 
 def _stopped_line(reason: str, name: str, query: Any) -> str:

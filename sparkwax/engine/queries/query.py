@@ -3,7 +3,8 @@
 ``Query`` passes every attribute and method to Spark's ``StreamingQuery``
 (``query.spark_query``), except the three that hand back the query's
 failure: ``awaitTermination()``, ``processAllAvailable()`` and
-``exception()``. A sparkwax error raised in a task (a ``CallbackError``
+``exception()``, and ``stop()``, which lets the micro-batch in flight end
+first. A sparkwax error raised in a task (a ``CallbackError``
 from ``on_item``, a ``SchemaError`` for an emit) comes back as the same
 sparkwax class, and a damaged checkpoint as a ``CheckpointError`` naming the
 step, the file and the ways out; Spark's exception is their ``__cause__``.
@@ -24,6 +25,7 @@ from ...errors import SparkwaxError
 from .catch_up import asks_every_batch, process_all_available
 from ..checkpoints.diagnose import explained, last_commit
 from .progress import wait_for_stop
+from .stopping import stop_quietly
 from ..checkpoints.storage import storage_for
 
 
@@ -108,6 +110,15 @@ class Query:
             wait_for_stop(self)
         if self.following is not None:
             self.following.finish()
+
+    def stop(self) -> None:
+        """Stop the query after its micro-batch in flight
+        (``stopping.stop_quietly``; Spark's ``stop()`` at once over Spark
+        Connect, or after 60 s). Spark's own ``stop()`` interrupts that
+        batch: a ProcessingTime step, which asks for a micro-batch at every
+        trigger, stopped after ``processAllAvailable()`` logged ``ERROR
+        FileFormatWriter: Aborting job`` (the batch reruns at the restart)."""
+        stop_quietly(self.spark_query)
 
     def exception(self) -> Optional[BaseException]:
         """The error that stopped the query (the sparkwax error when there is
