@@ -108,3 +108,30 @@ def test_a_start_waits_for_no_rescale(spark, tmp_path):
     finally:
         lease.release()
     assert not (tmp_path / "ck" / FILE).exists()
+
+
+def test_a_restart_records_the_partitions_spark_follows(spark, tmp_path, capsys):
+    """A rescale forced under a query started without ``sw.start`` can leave
+    the steps file and Spark's offset log disagreeing; the restart follows
+    Spark (the log) and records it, saying so."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "0.json").write_text(json.dumps({"key": "k", "value": 1}) + "\n")
+    checkpoint = str(tmp_path / "ck")
+
+    def run_once():
+        stream = spark.readStream.schema("key string, value long").json(str(tmp_path / "in"))
+        counts = sw.stateful(stream, key="key", builder=SumV1, value="value",
+                             output_schema="total long, v long")
+        sw.start(counts, checkpoint=checkpoint, path=str(tmp_path / "out"),
+                 trigger={"availableNow": True}).awaitTermination()
+
+    run_once()
+    steps_file = tmp_path / "ck" / "sparkwax-steps.json"
+    record = json.loads(steps_file.read_text())
+    record["confs"]["spark.sql.shuffle.partitions"] = "3"  # what a forced rescale left
+    steps_file.write_text(json.dumps(record))
+    (tmp_path / "ck" / ".sparkwax-steps.json.crc").unlink(missing_ok=True)  # edited by hand
+    capsys.readouterr()
+    run_once()
+    assert "records 3 state partitions but Spark's offset log" in capsys.readouterr().err
+    assert json.loads(steps_file.read_text())["confs"]["spark.sql.shuffle.partitions"] == "2"

@@ -25,7 +25,8 @@ from ..checkpoints.diagnose import check_logs, read_steps
 from .progress import follow, stop_on_signals
 from .query import Query
 from .start_guard import guard_start
-from ..checkpoints.replay import keep_batch_plan
+from ..checkpoints.replay import keep_batch_plan, log_files
+from ...checkpoint_format.logs import parse_offsets
 from ..deploy.session import STATE_STORES
 from ..checkpoints.state.rescale import finish_interrupted
 from ..checkpoints.storage import is_connect, join_path, storage_for
@@ -251,6 +252,29 @@ def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: O
     return started
 
 
+def _with_logged_partitions(store: Any, checkpoint: str, saved: Optional[Dict[str, Any]]
+                            ) -> Optional[Dict[str, Any]]:
+    """The steps file's record with the partition count Spark will use: the
+    newest offset log entry's, when the two disagree (a rescale forced under
+    a query that was not ``sw.start``'s), said in one line."""
+    offsets = log_files(store, join_path(checkpoint, "offsets"))
+    if not saved or not offsets:
+        return saved
+    (number, _), path = max(offsets.items())
+    logged = parse_offsets(number, store.read_text(path), path).metadata.get(
+        "conf", {}).get(PARTITIONS_CONF)
+    recorded = (saved.get("confs") or {}).get(PARTITIONS_CONF)
+    if logged is None or recorded is None or str(logged) == str(recorded):
+        return saved
+    print(f"sparkwax: {checkpoint}: {STEPS_FILE} records {recorded} state partitions but "
+          f"Spark's offset log (offsets/{number}) says {logged}, and Spark follows the log: "
+          f"recording {logged}", file=sys.stderr, flush=True)
+    fixed = {**saved, "confs": {**saved["confs"], PARTITIONS_CONF: str(logged)}}
+    store.write_text(join_path(checkpoint, STEPS_FILE), json.dumps(fixed, indent=2,
+                                                                   sort_keys=True))
+    return fixed
+
+
 def _recorded_counts(frame: DataFrame, spark: Any, store: Any, checkpoint: str
                      ) -> Tuple[DataFrame, List[Dict[str, Any]], Dict[str, Optional[str]]]:
     """``frame``, its step descriptions and the frozen confs, with the
@@ -258,7 +282,7 @@ def _recorded_counts(frame: DataFrame, spark: Any, store: Any, checkpoint: str
     session's (``recorded_counts``), and one line saying so."""
     steps = step_descriptions(frame)
     confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
-    saved = read_steps(store, checkpoint)
+    saved = _with_logged_partitions(store, checkpoint, read_steps(store, checkpoint))
     frame, steps, kept = replanned(frame, saved, steps)
     note = partitions_note(checkpoint, saved, confs[PARTITIONS_CONF])
     if note:
