@@ -5,6 +5,8 @@ while ``start`` runs (``start_guard.HeldSignals``)."""
 
 import doctest
 import signal
+import threading
+import time
 
 import pytest
 
@@ -162,3 +164,21 @@ def test_a_handler_installed_meanwhile_keeps_it_and_ours_passes_on(recorder):
 def test_the_default_sigint_becomes_keyboard_interrupt_outside_spark():
     with pytest.raises(KeyboardInterrupt):
         start_guard.pass_on(signal.SIG_DFL, signal.SIGINT, None)
+
+
+def test_a_query_stopped_while_initializing_ends_before_its_first_batch():
+    """A signal held during ``start`` comes while the query initializes
+    (INITIALIZING): its state is set to TERMINATED at once, and Spark's
+    thread then ends without running a batch (before, the stop waited while
+    the batches ran)."""
+    from test_stopping import FakeQuery, Named  # the fake JVM query of the stop tests
+
+    from sparkwax.engine.queries.stopping import end_after_batch, execution
+
+    query = FakeQuery(["init"] * 3 + ["idle"] * 3 + ["planning", "job"] * 30)
+    query.jvm.state().value = Named("INITIALIZING")
+    thread = threading.Thread(target=query.run, daemon=True)
+    thread.start()
+    ended = end_after_batch(query, execution(query), time.monotonic() + 10, poll=0.005)
+    assert ended and not query.stopped
+    assert query.jvm.state().log == [("init", "TERMINATED")]
