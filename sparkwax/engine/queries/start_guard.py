@@ -62,8 +62,8 @@ class HeldSignals:
         "before", which then passes them on)."""
         self.active = False
         for number in self.signals:
-            if signal.getsignal(number) == self.handler:
-                signal.signal(number, self.previous[number])
+            if signal.getsignal(number) == self.handler:  # None: installed outside Python
+                signal.signal(number, self.previous[number] or signal.SIG_DFL)
 
     def handler(self, number: int, frame: Any) -> None:
         # May run inside a py4j call: no Spark call and no exception here.
