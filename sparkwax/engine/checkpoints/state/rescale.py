@@ -84,9 +84,11 @@ def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
     partitions; a packed step's keys to ``buckets`` buckets (default: 4 x
     ``partitions`` when the step used the default, else its own count).
     ``sink``: the file sink's folder (default: the one ``sw.start``
-    recorded). Refuses while a query seems to run on it (a query of this
-    session, or a log written again while it waits until the newest log is
-    ``idle_seconds`` old; 0 turns that wait off). ``spark`` defaults to the active session."""
+    recorded). Refuses while a query runs on it (a query of this session, or
+    one holding the checkpoint's liveness record: ``sw.start``'s, in any
+    process) or seems to (a log written again while it waits until the newest
+    log is ``idle_seconds`` old; 0 turns that wait off). Holds the liveness
+    record itself while it works. ``spark`` defaults to the active session."""
     spark = active_session(spark, "rescale")
     if is_connect(spark):
         raise RescaleError("rescale needs a classic SparkSession (it moves Spark's state "
@@ -117,7 +119,7 @@ def _rescale(spark: Any, store: Any, checkpoint: str, partitions: int, buckets: 
     try:
         _build_and_place(spark, store, checkpoint, plan, layout)
     except BaseException:  # a failure (not a kill): undone at once, then raised
-        finish_interrupted(spark, checkpoint)
+        finish_interrupted(spark, checkpoint, checked=True)
         raise
     _record(store, checkpoint, 3, {**plan, "phase": "logging"})
     _write_logs(spark, store, checkpoint, plan)
