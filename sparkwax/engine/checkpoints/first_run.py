@@ -83,8 +83,8 @@ def clear_dead_first_run(spark: Any, checkpoint: str, *, say: Optional[Callable[
     removed = [short_path(checkpoint, entry.path) for entry in found.files]
     (say or _stderr)(
         f"sparkwax: {checkpoint}: a first run stopped before Spark logged its first "
-        f"micro-batch (no offsets/ entry, nothing committed); removed what it left, which "
-        f"Spark would refuse to start on: {leftover_names(removed)}")
+        f"micro-batch (no offsets/ entry, nothing committed); removed what it left, so "
+        f"this start plans micro-batch 0 afresh: {leftover_names(removed)}")
     return [name for name in removed if not name.endswith(".crc")]
 
 
