@@ -54,11 +54,13 @@ def run_rescale(args: argparse.Namespace, session: Callable[[], Any]) -> int:
     if args.finish:
         print(finish_only(spark, args.checkpoint))
         return 0
+    from ..engine.checkpoints.state.frame import checked_request
     from ..engine.checkpoints.state.rescale import finish_interrupted, rescale
 
     done = finish_interrupted(spark, args.checkpoint)
     if done:
         print(done)
+    checked_request(spark, args.checkpoint, 0, None)  # a committed sparkwax step's state
     result = rescale(args.checkpoint, args.partitions, buckets=args.buckets, sink=args.sink,
                      spark=spark, idle_seconds=0 if args.force else 10.0)
     print(result)

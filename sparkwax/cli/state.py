@@ -4,7 +4,8 @@
 and prints key, snapshot (repr, cut), size and next timer, then a summary
 line; ``--json`` prints one JSON object per key (sorted by key; the snapshot
 as JSON: see ``sparkwax.snapshot_json``) and a summary line instead.
-``clear`` removes the checkpoint after a confirmation (``--yes`` skips it),
+``show --key K`` for a key the state does not hold says so on stderr and
+exits 1. ``clear`` removes the checkpoint after a confirmation (``--yes`` skips it),
 and refuses while a query seems to be running on it. Checkpoints are read
 through Spark's file systems (any URI Spark can write a checkpoint to:
 ``hdfs://``, ``s3a://``, ``abfss://``, ``viewfs://``...; ``--conf`` passes
@@ -92,6 +93,10 @@ def _show(args: argparse.Namespace) -> int:
     entries, summary, deadlines = shown_state(
         spark, args.checkpoint, operator_id=args.operator, key=args.key,
         limit=args.limit or None, as_repr=not args.json)  # decoded on the executors
+    if args.key is not None and not entries:
+        print(f"sparkwax state: {key_not_found(args.checkpoint, args.key, summary)}",
+              file=sys.stderr)
+        return 1
     if args.json:
         for entry in entries:
             snapshot = entry.snapshot if entry.error is None else {"$error": entry.error}
@@ -108,6 +113,16 @@ def _show(args: argparse.Namespace) -> int:
                 rows)
     print(summary_line(summary, len(entries), args.key))
     return 0
+
+
+def key_not_found(checkpoint: str, key: str, summary: Dict[str, Any]) -> str:
+    """What ``show --key`` says of a key the state does not hold (exit 1).
+
+    >>> key_not_found("/ck", "zzz", {"live_keys": 2})
+    "no key 'zzz' in the state of /ck (2 live keys; --key matches the first key column, the text cast to its type)"
+    """
+    return (f"no key {key!r} in the state of {checkpoint} ({summary['live_keys']} live keys; "
+            f"--key matches the first key column, the text cast to its type)")
 
 
 def summary_line(summary: Dict[str, Any], shown: int, key: Any = None) -> str:

@@ -71,7 +71,8 @@ def test_a_plain_spark_query_is_not_a_sparkwax_step(spark, checkpoints, capsys):
             f"operator)")
     with pytest.raises(sw.ConfigError, match="not a sparkwax step's state"):
         sw.read_state(spark, plain)
-    for argv in (["show", plain], ["check", plain, "kit:SumV1"]):
+    for argv in (["show", plain], ["check", plain, "kit:SumV1"],
+                 ["rescale", plain, "--partitions", "3"]):
         assert state_cli(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith(f"sparkwax state: {said}"), err
@@ -82,3 +83,19 @@ def test_rescale_finish_with_nothing_to_finish_says_so(spark, checkpoints, capsy
     assert state_cli(["rescale", checkpoints[0], "--finish"]) == 0
     assert capsys.readouterr().out == (f"nothing to finish: no interrupted rescale in "
                                        f"{checkpoints[0]} (the checkpoint is unchanged)\n")
+
+
+def test_a_checkpoint_without_a_commit_and_a_missing_key_are_named(spark, checkpoints, tmp_path,
+                                                                 capsys):
+    (tmp_path / "offsets").mkdir()  # a query that never committed a micro-batch
+    (tmp_path / "commits").mkdir()
+    with pytest.raises(sw.ConfigError, match="no micro-batch of its query has committed yet"):
+        sw.read_state(spark, str(tmp_path))
+    assert state_cli(["show", str(tmp_path)]) == 2
+    assert "no micro-batch of its query has committed yet" in capsys.readouterr().err
+    assert state_cli(["show", checkpoints[0], "--key", "zzz"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == (f"sparkwax state: no key 'zzz' in the state of {checkpoints[0]} "
+                            f"(2 live keys; --key matches the first key column, the text cast "
+                            f"to its type)\n")
+    assert captured.out == ""

@@ -37,12 +37,16 @@ STEP_OPERATOR = "applyInPandasWithState"  # what every sparkwax step runs as
 
 def require_step_state(store: Any, checkpoint: str, operator_id: Any) -> int:
     """``operator_id`` as an int, or a ``ConfigError``: not a whole number,
-    an operator the checkpoint has no state for (naming those it has), or
-    the state of another Spark operator (naming it: not a sparkwax step's).
-    An operator whose metadata file is missing or unreadable passes (Spark
-    names the problem)."""
+    no state at all, an operator the checkpoint has no state for (naming
+    those it has), or the state of another Spark operator (naming it: not a
+    sparkwax step's). What cannot be told passes, and Spark names the
+    problem: an operator whose metadata file is missing or unreadable, the
+    operator folders over Spark Connect (its listing shows files only)."""
     number = whole_number(operator_id, "operator_id", "a stateful operator's id")
     present = operator_ids(store, checkpoint)
+    if not present and not store.exists(join_path(checkpoint, "state")):
+        raise ConfigError(f"{checkpoint} holds no state (no state/ folder): its query has "
+                          f"no stateful operator, so no sparkwax step")
     if present and number not in present:
         has = (f"its one stateful operator is {present[0]}" if len(present) == 1 else
                f"its stateful operators are {_listed(present)}")
@@ -73,15 +77,18 @@ read this one with spark.read.format("statestore")
 
 def require_committed_batch(store: Any, checkpoint: str, batch_id: Any) -> Optional[int]:
     """``batch_id`` as an int (None stays None), or a ``ConfigError``: not
-    a whole number from 0, no batch committed yet, or past the last
-    committed one (naming the range the commit log holds)."""
-    if batch_id is None:
-        return None
-    number = whole_number(batch_id, "batch_id", "a committed micro-batch's id")
+    a whole number from 0, no batch committed yet (also when ``batch_id``
+    is None: there is no state to read), or past the last committed one
+    (naming the range the commit log holds)."""
+    number = None if batch_id is None else whole_number(
+        batch_id, "batch_id", "a committed micro-batch's id")
     committed = committed_batches(store, checkpoint)
     if not committed:
-        raise ConfigError(f"{checkpoint}: no micro-batch has committed yet, so there is no "
-                          f"state at batch_id={number}; run the query first")
+        raise ConfigError(f"{checkpoint}: no micro-batch of its query has committed yet, so "
+                          f"it holds no state to read; run the query until its first "
+                          f"micro-batch commits (a file in {checkpoint}/commits/)")
+    if number is None:
+        return None
     if number > committed[-1]:
         raise ConfigError(f"batch_id={number} is past the last committed micro-batch of "
                           f"{checkpoint} ({committed[-1]}): give one from {committed[0]} to "

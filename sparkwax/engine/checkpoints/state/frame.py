@@ -122,12 +122,12 @@ def flat_state(spark: Any, checkpoint: str, *, operator_id: int = 0, batch_id: O
 
 def checked_request(spark: Any, checkpoint: str, operator_id: Any, batch_id: Any
                     ) -> Tuple[int, Optional[int]]:
-    """``(operator_id, batch_id)`` checked against the checkpoint (a
-    sparkwax step's operator, a committed batch), or a ``ConfigError``."""
+    """``(operator_id, batch_id)`` checked against the checkpoint (a batch
+    committed, a sparkwax step's operator), or a ``ConfigError``."""
     store = storage_for(spark)
     require_checkpoint(store, checkpoint)
-    return (require_step_state(store, checkpoint, operator_id),
-            require_committed_batch(store, checkpoint, batch_id))
+    batch = require_committed_batch(store, checkpoint, batch_id)  # first: a batch committed
+    return require_step_state(store, checkpoint, operator_id), batch
 
 
 def output_type(key_type: T.StructType, snapshot: T.DataType, changes: bool) -> T.StructType:
