@@ -40,7 +40,8 @@ def stop_at_exit() -> None:
 
 def stop_session_at_exit() -> None:
     """Stop what the program left running: queries, listeners, the session.
-    Never raises (an end already under way, a JVM gone: nothing to stop)."""
+    Never raises (an end already under way, a JVM gone: nothing to stop; a
+    Ctrl-C while it waits ends it)."""
     session = running_session()
     if session is None:
         return
@@ -48,6 +49,8 @@ def stop_session_at_exit() -> None:
         stop_queries(session)
         _remove_listeners()
         session.stop()
+    except KeyboardInterrupt:  # Ctrl-C while it waits: end now, as Python would have
+        return
     except Exception as error:  # the gateway closing under us: the JVM ends anyway
         _LOG.debug("sparkwax: stopping the session at exit: %r", error)
 
