@@ -10,10 +10,12 @@ default, without the Java stack traces of logged errors (``--verbose`` /
 ``$SPARKWAX_VERBOSE``: with them). ``sparkwax submit --spark-log-level INFO`` or
 ``local_session(log_level="INFO")`` brings INFO back; submit hands its
 level to the app's ``local_session`` through ``$SPARKWAX_SPARK_LOG_LEVEL``.
-Two state store warnings that Spark logs once per partition at every
-``read_state``, ``state show|check`` and restart, and that say nothing is
-wrong (``BENIGN``), are filtered out at WARN, by their text only; the
-``--verbose`` configuration (and INFO) keeps them.
+Warnings that say nothing is wrong (``BENIGN``: two the state store logs
+once per partition at every ``read_state``, ``state show|check`` and
+restart, and the scheduler's "Failed to cancel job group ... Cannot find
+active jobs for it" at every stop of an idle query) are filtered out at
+WARN, by their logger and text only; the ``--verbose`` configuration (and
+INFO) keeps them.
 
 >>> spark_log_level("info"), spark_log_level(None, {"SPARKWAX_SPARK_LOG_LEVEL": "error"})
 ('INFO', 'ERROR')
@@ -43,11 +45,15 @@ _QUIET = {  # start-up warnings about this machine, not the app: ERROR unless IN
     "microbatch3": "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
 }  # MicroBatchExecution warns "Disabling AQE" for every stateful query; its errors still show
 STATE_PACKAGE = "org.apache.spark.sql.execution.streaming.state"  # Spark 3.5 and 4.x
-BENIGN = (  # the state store's per-partition warnings at every read_state, check, restart
-    "doesn't exist in loadedMaps",  # a version loaded from its files: "normal", Spark says
-    "StateStoreCoordinator endpoint not available",  # a store opened outside a query
-)  # plain words (no regex or .properties escapes); the package's logger holds the filter:
-# the provider's own logger names carry the store id, below no configurable name
+BENIGN = {  # logger (its name and below) -> messages that say nothing is wrong
+    STATE_PACKAGE: (  # once per state partition at every read_state, state check, restart
+        "doesn't exist in loadedMaps",  # a version loaded from its files: "normal", Spark says
+        "StateStoreCoordinator endpoint not available",  # a store opened outside a query
+    ),  # on the package: the provider's own logger names carry the store id
+    "org.apache.spark.scheduler.DAGScheduler": (  # twice at every stop of an idle query
+        "Cannot find active jobs for it",  # "Failed to cancel job group ...": nothing to cancel
+    ),
+}  # plain words (no regex or .properties escapes)
 _TEMPLATE = """\
 # written by sparkwax (sparkwax/engine/deploy/logs.py): Spark's defaults, root at {level}
 rootLogger.level = {level}
@@ -111,21 +117,22 @@ def config_file(level: str, traces: bool = False) -> str:
 
 
 def benign_filters(level: str) -> str:
-    """log4j2 lines that drop the state store's known-benign warnings
-    (``BENIGN``, matched on the message) and nothing else: the state
-    package's logger at ``level`` with one deny filter (a log4j2 logger
-    takes one filter element).
+    """log4j2 lines that drop the known-benign warnings (``BENIGN``,
+    matched on the message) and nothing else: each logger at ``level``
+    with one deny filter (a log4j2 logger takes one filter element).
 
-    >>> print(benign_filters("WARN").splitlines()[3][:68])
-    logger.statestore.filter.benign.regex = (?s).*(doesn't exist in load
+    >>> print(benign_filters("WARN").splitlines()[3][:65])
+    logger.benign0.filter.benign.regex = (?s).*(doesn't exist in load
     """
-    name = "logger.statestore"
-    regex = f"(?s).*({'|'.join(BENIGN)}).*"
-    return (f"{name}.name = {STATE_PACKAGE}\n{name}.level = {level.lower()}\n"
-            f"{name}.filter.benign.type = RegexFilter\n"
-            f"{name}.filter.benign.regex = {regex}\n"
-            f"{name}.filter.benign.onMatch = DENY\n"
-            f"{name}.filter.benign.onMismatch = NEUTRAL\n")
+    text = ""
+    for number, (logger, phrases) in enumerate(BENIGN.items()):
+        name = f"logger.benign{number}"
+        text += (f"{name}.name = {logger}\n{name}.level = {level.lower()}\n"
+                 f"{name}.filter.benign.type = RegexFilter\n"
+                 f"{name}.filter.benign.regex = (?s).*({'|'.join(phrases)}).*\n"
+                 f"{name}.filter.benign.onMatch = DENY\n"
+                 f"{name}.filter.benign.onMismatch = NEUTRAL\n")
+    return text
 
 
 def java_option(level: str, traces: Optional[bool] = None) -> str:

@@ -1,4 +1,5 @@
-"""The state store's known-benign warnings are left out of Spark's log
+"""Spark's known-benign warnings (the state store's per-partition two, the
+scheduler's "Cannot find active jobs" at a stop) are left out of Spark's log
 (``sparkwax.engine.deploy.logs.BENIGN``) unless ``--verbose`` / traces or
 INFO is asked; every other warning still shows."""
 
@@ -13,18 +14,34 @@ LOADED = ("HDFSBackedStateStoreProvider StateStoreProviderId[ storeId=StateStore
           "version 2 doesn't exist in loadedMaps. Reading snapshot file and delta files if "
           "needed...Note that this is normal for the first batch of starting query.")
 COORDINATOR = "StateStoreCoordinator endpoint not available: Exception thrown in awaitResult: \n"
+CANCEL = ("Failed to cancel job group 8cd9cd0f-7103-43ad-b7d8-bc35fc65138f. Cannot find active "
+          "jobs for it.")
 REAL = "Error cleaning up files for version 3 of StateStoreId(0, 1)"
 
 
-def _filter(text):
-    """The filter's (logger, regex) in a log4j2 properties text, or None."""
+def _filters(text):
+    """The filters of a log4j2 properties text: {logger: regex}."""
     found = dict(line.split(" = ", 1) for line in text.splitlines()
-                 if line.startswith("logger.statestore."))
-    if not found:
-        return None
-    assert found["logger.statestore.filter.benign.onMatch"] == "DENY"
-    assert found["logger.statestore.filter.benign.onMismatch"] == "NEUTRAL"
-    return found["logger.statestore.name"], found["logger.statestore.filter.benign.regex"]
+                 if line.startswith("logger.benign"))
+    filters = {}
+    for key, value in found.items():
+        if key.endswith(".name"):
+            prefix = key[:-len(".name")]
+            assert found[f"{prefix}.filter.benign.onMatch"] == "DENY"
+            assert found[f"{prefix}.filter.benign.onMismatch"] == "NEUTRAL"
+            filters[value] = found[f"{prefix}.filter.benign.regex"]
+    return filters
+
+
+def _denied(filters, logger, message):
+    """Whether log4j2 drops ``message`` of ``logger``: the filter of its
+    nearest configured ancestor matches (Java's (?s) as Python's flag)."""
+    parts = logger.split(".")
+    for end in range(len(parts), 0, -1):
+        regex = filters.get(".".join(parts[:end]))
+        if regex is not None:
+            return re.fullmatch(regex.replace("(?s)", ""), message, re.S) is not None
+    return False
 
 
 def _text(level, traces=False):
@@ -32,18 +49,23 @@ def _text(level, traces=False):
         return handle.read()
 
 
-def test_the_benign_state_store_warnings_are_denied_and_only_they():
-    logger, regex = _filter(_text("WARN"))
-    assert logger == "org.apache.spark.sql.execution.streaming.state"
-    pattern = re.compile(regex.replace("(?s)", ""), re.S)  # Java's (?s) as Python's flag
-    assert pattern.fullmatch(LOADED) and pattern.fullmatch(COORDINATOR)
-    assert not pattern.fullmatch(REAL)
-    assert _filter(_text("ERROR")) is not None
+def test_the_benign_warnings_are_denied_and_only_they():
+    filters = _filters(_text("WARN"))
+    state = "org.apache.spark.sql.execution.streaming.state"
+    provider = (f"{state}.HDFSBackedStateStoreProvider StateStoreProviderId[ storeId="
+                f"StateStoreId[ operatorId=0, partitionId=1, storeName=default ] ]")
+    assert _denied(filters, provider, LOADED)  # the provider's logger name has the store id
+    assert _denied(filters, f"{state}.StateStoreProvider", COORDINATOR)
+    assert _denied(filters, "org.apache.spark.scheduler.DAGScheduler", CANCEL)
+    assert not _denied(filters, f"{state}.StateStore", REAL)
+    assert not _denied(filters, "org.apache.spark.scheduler.DAGScheduler", LOADED)
+    assert not _denied(filters, "org.apache.spark.scheduler.TaskSetManager", CANCEL)
+    assert _filters(_text("ERROR"))
 
 
 def test_verbose_and_info_keep_them():
-    assert _filter(_text("WARN", traces=True)) is None
-    assert _filter(_text("INFO")) is None
+    assert _filters(_text("WARN", traces=True)) == {}
+    assert _filters(_text("INFO")) == {}
 
 
 def test_the_state_tools_verbose_option_picks_the_configuration_with_them():
@@ -55,5 +77,5 @@ def test_the_state_tools_verbose_option_picks_the_configuration_with_them():
     path = chosen[logs.CONF_KEY].split("file:", 1)[1]
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
-    assert _filter(text) is None and "%ex{none}" not in text  # the traces too
+    assert _filters(text) == {} and "%ex{none}" not in text  # the traces too
     assert verbose_settings(parser.parse_args(["ck", "--verbose", "--remote", "sc://h:1"])) == {}
