@@ -371,3 +371,22 @@ def test_a_foreach_batch_sink_never_sees_the_rescale_batch(spark, tmp_path):
     ids = [batch_id for batch_id, _ in seen]
     assert result.batch not in ids and ids == sorted(ids) and max(ids) > result.batch
     assert _by_key(row for _, rows in seen for row in rows) == _offline(batches)
+
+
+def test_a_failed_rescale_is_undone_at_once(spark, tmp_path, monkeypatch):
+    """A failure (not a kill) while the state files move: the rescale undoes
+    its moves under its own liveness record and raises the failure itself."""
+    from sparkwax.engine.checkpoints.state import rescale as module
+
+    before = _checkpoint_with_two_batches(spark, tmp_path, "per_key", _events(files=2))
+    checkpoint = str(tmp_path / "ck")
+
+    def fail(stage):
+        if stage == "placing":
+            raise OSError("the disk is full")
+
+    monkeypatch.setattr(module, "_crash_point", fail)
+    with pytest.raises(OSError, match="the disk is full"):
+        rescale(checkpoint, 3, spark=spark, idle_seconds=0)
+    assert not (tmp_path / "ck" / FOLDER).exists()
+    assert {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)} == before

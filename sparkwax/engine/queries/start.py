@@ -261,8 +261,11 @@ def _with_logged_partitions(store: Any, checkpoint: str, saved: Optional[Dict[st
     if not saved or not offsets:
         return saved
     (number, _), path = max(offsets.items())
-    logged = parse_offsets(number, store.read_text(path), path).metadata.get(
-        "conf", {}).get(PARTITIONS_CONF)
+    try:
+        logged = parse_offsets(number, store.read_text(path), path).metadata.get(
+            "conf", {}).get(PARTITIONS_CONF)
+    except ConfigError:  # damaged: check_checkpoint's log check names it
+        return saved
     recorded = (saved.get("confs") or {}).get(PARTITIONS_CONF)
     if logged is None or recorded is None or str(logged) == str(recorded):
         return saved
