@@ -10,6 +10,7 @@ import sparkwax as sw
 from sparkwax.testing import Batch
 from sparkwax.testing.spark import run_script_on_spark
 
+import kit
 from kit import item, state_cli
 
 INPUT = "key string, ts timestamp, value long"
@@ -69,8 +70,13 @@ def test_a_plain_spark_query_is_not_a_sparkwax_step(spark, checkpoints, capsys):
     said = (f"{plain}: operator 0 is not a sparkwax step's state: it holds the state of a "
             f"streaming aggregation (groupBy(...).agg / count) (Spark's 'stateStoreSave' "
             f"operator)")
-    with pytest.raises(sw.ConfigError, match="not a sparkwax step's state"):
-        sw.read_state(spark, plain)
+    from sparkwax.engine.checkpoints.state.check import check_state
+
+    for call in (lambda: sw.read_state(spark, plain), lambda: sw.rescale(plain, 3, spark=spark),
+                 lambda: check_state(spark, plain, kit.SumV1)):  # the Python API too
+        with pytest.raises(sw.ConfigError) as raised:
+            call()
+        assert str(raised.value).startswith(said), str(raised.value)
     for argv in (["show", plain], ["check", plain, "kit:SumV1"],
                  ["rescale", plain, "--partitions", "3"]):
         assert state_cli(argv) == 2, argv

@@ -37,7 +37,7 @@ from ..snapshots import last_watermark_ms
 from ..diagnose import explained, read_steps
 from ..storage import storage_for
 from ...deploy.shipping import ship_function
-from .frame import flat_state, recorded_step
+from .frame import checked_request, flat_state, recorded_step
 from .rows import Layout, entries
 
 _SCHEMA = "key string, error_class string, message string"
@@ -108,7 +108,11 @@ def check_state(spark: Any, checkpoint: str, builder: Builder, *, operator_id: i
     First the step's shape (time mode, timers, deadlines, state layout) is
     compared with the checkpoint's record as ``sw.start`` compares it
     (``compare_shape``): a change it would refuse is the result (not ok,
-    its error as the report), and no snapshot is restored."""
+    its error as the report), and no snapshot is restored. A checkpoint with
+    nothing to check (no committed batch, or not a sparkwax step's state: a
+    plain Spark aggregation's) is a ``ConfigError`` saying so, as for
+    ``read_state``."""
+    checked_request(spark, checkpoint, operator_id, None)
     recorded = recorded_step(spark, checkpoint)
     step = Step.of(builder, step_id=step_id or recorded.get("step_id"),
                    time=time or recorded_time(recorded), batch=batch, ttl=ttl,

@@ -45,6 +45,7 @@ from ..diagnose import last_commit, operators, read_steps
 from ..liveness import Lease, refuse_if_live
 from ..storage import is_connect, storage_for
 from . import batch_logs
+from .asked import require_step_state
 from .derive import state_rows_of, stored_bucket_count, stored_key_ddl
 from .reshard import StateLayout, state_rows, write_state
 
@@ -110,6 +111,8 @@ def rescale(checkpoint: str, partitions: int, *, buckets: Optional[int] = None,
 def _rescale(spark: Any, store: Any, checkpoint: str, partitions: int, buckets: Optional[int],
              sink: Optional[str]) -> RescaleResult:
     """``rescale``'s work, under its lease."""
+    if store.exists(join_path(checkpoint, "state")):  # not a plain Spark operator's state
+        require_step_state(store, checkpoint, 0)
     plan = _plan(spark, store, checkpoint, partitions, buckets, sink)
     layout = StateLayout.parse(store.read_bytes(_schema_file(checkpoint)) or b"")
     if layout.packed and (plan["buckets"][1] is None or not plan["key_ddl"]):
