@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast demo bench mutate clean
+.PHONY: test test-fast demo bench mutate compat clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,13 @@ mutate: $(STAMP)
 	$(PY) -m pip install -q -e ".[mutate]"
 	$(VENV)/bin/mutmut run --max-children $(or $(JOBS),2)
 	$(VENV)/bin/mutmut results
+
+# The tier of Spark tests under another PySpark line (LINE=3.5, 4.0, 4.1, 4.2 or 4.3),
+# in a venv of its own under /tmp/compat/LINE; not part of `make test`
+# (docs/testing.md, "Other Spark lines"). ARGS: extra pytest arguments.
+compat:
+	@test -n "$(LINE)" || { echo "usage: make compat LINE=3.5 [ARGS='-k packed']"; exit 2; }
+	bash tests/compat/run.sh $(LINE) $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis mutants

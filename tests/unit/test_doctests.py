@@ -19,6 +19,7 @@ MODULES = [
     "sparkwax.testing.replay", "sparkwax.cli.replay", "sparkwax.engine.checkpoints.replay", "sparkwax.schema",
     "sparkwax.young_gc", "sparkwax.tables", "sparkwax.cli.arg_types",
     "sparkwax.engine.checkpoints.state.asked", "sparkwax.engine.deploy.logs",
+    "sparkwax.engine.spark_version",
 ]
 
 

@@ -36,10 +36,11 @@ from ...checkpoint_format.files import (STEPS_FILE, key_fields_of_schema_file, l
                                 log_problem, lz4_framing_problem, metadata_problem,
                                 records_problem, state_file_name, state_message,
                                 step_of_operator, steps_file_message, steps_problem, zip_problem)
-from ...errors import CheckpointError, SparkwaxError
+from ...errors import CheckpointError, ConfigError, SparkwaxError
 from ...rebuild import rebuild
 from .offsets_files import offsets_problem
 from .storage import join_path, storage_for
+from ..spark_version import coordinator_bug, coordinator_message
 
 _STATE_FAILURE = re.compile(r"CANNOT_LOAD_STATE_STORE|CANNOT_READ_(?:DELTA|SNAPSHOT|STREAMING)"
                             r"|Failed to read (?:delta|snapshot) file|RocksDB")
@@ -373,6 +374,8 @@ def explained(spark: Any, checkpoint: str, *, operator: Optional[int] = None,
     except SparkwaxError:
         raise
     except Exception as error:
+        if coordinator_bug(error):  # a Spark 4.2 bug, not the checkpoint's
+            raise ConfigError(coordinator_message(spark, f"reading {checkpoint}")) from error
         rebuilt: Optional[SparkwaxError] = rebuild(error)
         if rebuilt is None:
             rebuilt = explain_failure(spark, checkpoint, error, operator=operator, steps=steps)

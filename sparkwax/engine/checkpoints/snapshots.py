@@ -25,6 +25,7 @@ from .diagnose import check_logs, explained, read_steps
 from ..deploy.session import max_snapshot_bytes
 from .liveness import refuse_if_live
 from .storage import filesystem_error, join_path, storage_for
+from ..spark_version import statestore_reader
 
 
 
@@ -49,7 +50,9 @@ def state_frame(spark: Any, checkpoint: str, *, operator_id: int = 0,
     store = storage_for(spark)
     require_checkpoint(store, checkpoint)
     check_logs(store, checkpoint, sorted(_recorded_steps(store, checkpoint)))
-    reader = spark.read.format("statestore").option("operatorId", operator_id)
+    reader = statestore_reader(spark, "reading a checkpoint's state (sparkwax state show/check, "
+                               "sw.read_state, sw.finish)", changes=changes is not None)
+    reader = reader.option("operatorId", operator_id)
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
     if changes is not None:

@@ -350,8 +350,11 @@ def packed_unpacker(spark: Any) -> Optional[Unpacker]:
     """How a packed step on ``spark`` reads rows packed before the shuffle
     (``prepack.Unpacker``, with the session's time zone and pandas integer
     conf, as pyspark converts a group), or None: ``spark.sparkwax.packed.prepack``
-    is ``false``, and the rows cross the shuffle one by one."""
+    is ``false``, or the session's Spark has no ``ArrowBatchTransformer``
+    for its workers (before 4.2: ``spark_version``), and the rows cross the
+    shuffle one by one."""
     from ..hosts.prepack import Unpacker
+    from ..spark_version import has_arrow_batch_transformer
 
     def conf(name: str, default: str) -> str:
         try:
@@ -360,6 +363,8 @@ def packed_unpacker(spark: Any) -> Optional[Unpacker]:
             return default
 
     if conf(PREPACK_CONF, "true").strip().lower() == "false":
+        return None
+    if not has_arrow_batch_transformer(spark):
         return None
     return Unpacker(conf("spark.sql.session.timeZone", "UTC"),
                     conf(_PREFER_INT_EXT, "false").strip().lower() == "true")

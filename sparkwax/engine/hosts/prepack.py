@@ -120,16 +120,16 @@ class Unpacker:
     def __call__(self, chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
         import pandas as pd
         import pyarrow as pa
-        from pyspark.sql.conversion import ArrowBatchTransformer
-
+        from ..spark_version import arrow_batch_transformer
         from .columns import _column_values
 
+        transformer = arrow_batch_transformer()  # 4.2+: session.packed_unpacker chose us
         tables: List[Any] = [read_payload(payload) for chunk in chunks if len(chunk)
                              for payload in _column_values(chunk, PAYLOAD)]
         if not tables:
             return pd.DataFrame()
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-        series = ArrowBatchTransformer.to_pandas(
+        series = transformer.to_pandas(
             table, timezone=self.timezone, struct_in_pandas="dict", ndarray_as_list=False,
             prefer_int_ext_dtype=self.prefer_int_ext_dtype, df_for_struct=False)
         return pd.DataFrame(dict(zip(table.column_names, series)), copy=False)

@@ -20,6 +20,7 @@ from pyspark.sql import types as T
 from ...builders import KeySpec, key_list
 from ...errors import ConfigError
 from ..checkpoints.storage import is_connect
+from ..spark_version import from_ddl
 
 
 def ddl(data_type: T.DataType) -> str:
@@ -56,7 +57,8 @@ def parse_ddl(spark: Any, text: str) -> T.DataType:
     if is_connect(spark):
         parsed: T.DataType = spark.createDataFrame([], text).schema
         return parsed
-    return T.StructType.fromDDL(text)
+    local: T.DataType = from_ddl(text)
+    return local
 
 
 def value_columns(df: DataFrame, key: KeySpec) -> List[T.StructField]:

@@ -34,11 +34,11 @@ False
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from ..spark_version import progress_offset
 from .stopping import stop_quietly
 
 POLL_SECONDS = 0.05
@@ -88,13 +88,9 @@ def caught_up(progress: Optional[Mapping[str, Any]]) -> bool:
 
 
 def _offset(value: Any) -> Any:
-    """An offset as a comparable value (Spark reports some as JSON text)."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
+    """An offset as a comparable value: Spark reports some as text, JSON
+    (4.2+) or Python repr and ``"None"`` (4.0/4.1): ``spark_version.progress_offset``."""
+    return progress_offset(value)
 
 
 def last_batch(query: Any) -> int:

@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 
 from ....errors import RescaleError
 from ...deploy.shipping import ship_function
+from ...spark_version import from_ddl, statestore_reader
 from .frame import key_ddl
 
 _ALTERNATIVES = {"bigint": ("bigint", "int"), "double": ("double", "float")}
@@ -34,7 +35,7 @@ _BUCKET = "__sw_stored_bucket"
 
 def state_rows_of(spark: Any, checkpoint: str, batch_id: int) -> Any:
     """The raw state rows of operator 0 as ``batch_id`` left them."""
-    return (spark.read.format("statestore").option("operatorId", 0)
+    return (statestore_reader(spark, "sparkwax state rescale").option("operatorId", 0)
             .option("batchId", batch_id).load(checkpoint))
 
 
@@ -64,7 +65,7 @@ def stored_key_ddl(spark: Any, checkpoint: str, rows: Any, buckets: int) -> str:
                            f"its keys' Python type is not one sparkwax can name: {_WAY_OUT}")
     tried = key_candidates(first)
     for ddl in tried:
-        key_type = T.StructType.fromDDL(ddl)
+        key_type = from_ddl(ddl)
         if isinstance(key_type, T.StructType) and _misplaced(spark, rows, key_type,
                                                              buckets) == 0:
             return ddl
@@ -134,7 +135,7 @@ def _open_keys(names: List[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
         from ...hosts.bucket import Bucket
 
         for frame in frames:
-            out: dict = {name: [] for name in [_BUCKET, *names]}
+            out: dict[str, List[Any]] = {name: [] for name in [_BUCKET, *names]}
             for bucket, blob in zip(frame[_BUCKET], frame["keys"]):
                 for key in Bucket.decode(bytes(blob)).keys:
                     out[_BUCKET].append(int(bucket))

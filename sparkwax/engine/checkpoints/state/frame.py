@@ -26,7 +26,6 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from ....checkpoint_format.files import STEPS_FILE
 from ....errors import CheckpointError, ConfigError
@@ -35,6 +34,7 @@ from ..snapshots import is_packed, require_checkpoint, state_frame
 from ..diagnose import explained, read_steps
 from ...planning.schemas import parse_ddl
 from ...deploy.shipping import ship_function
+from ...spark_version import to_arrow_schema
 from ..storage import join_path, storage_for
 from .asked import require_committed_batch, require_step_state
 from .rows import (BATCH, BEFORE, BLOB, CHANGE, DEADLINE, KEY, PARTITION, TIMER, Layout,

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 from ....errors import ConfigError
 from ....checkpoint_format.paths import join_path
 from ...deploy.shipping import ship_function
+from ...spark_version import from_ddl, statestore_reader
 
 BUCKET_COLUMN = "__sw_bucket"
 _TIMEOUT = "__sw_timeout"
@@ -77,7 +78,7 @@ def state_rows(spark: Any, checkpoint: str, layout: StateLayout, batch_id: int,
     ``buckets`` new buckets (its key columns typed by ``key_ddl``)."""
     from pyspark.sql import functions as F
 
-    frame = (spark.read.format("statestore").option("operatorId", operator)
+    frame = (statestore_reader(spark, "sparkwax state rescale").option("operatorId", operator)
              .option("batchId", batch_id).load(checkpoint))
     timeout = F.col("value.timeoutTimestamp") if layout.timed else F.lit(NO_TIMEOUT)
     if not layout.packed:
@@ -98,7 +99,7 @@ def _rebucketed(spark: Any, buckets_frame: Any, layout: StateLayout, buckets: in
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    key_type = T.StructType.fromDDL(key_ddl)
+    key_type = from_ddl(key_ddl)
     if not isinstance(key_type, T.StructType):
         raise ConfigError(f"the packed step's recorded key {key_ddl!r} is not a list of columns")
     names = key_type.fieldNames()

@@ -1,0 +1,253 @@
+"""What the running Spark can do: the one place that knows how PySpark 3.5
+to 4.3 differ (docs/deploy.md, "Spark versions").
+
+Every other module asks a named capability here and never compares a
+version itself (tests/unit/engine/test_spark_version.py greps the package
+for that); every private PySpark API whose presence or signature differs
+between lines is called here, with a fallback for the lines without it.
+
+Two versions matter:
+
+- the *session's* (``spark.version``: the JVM's, or the Spark Connect
+  server's), which decides what Spark's readers and the Python workers can
+  do (a task runs the cluster's pyspark, not the client's);
+- the *client's* (``pyspark.__version__``), which decides what the driver's
+  own pyspark calls accept (``to_arrow_schema``'s keywords).
+
+On a classic session the two are the same release.
+
+>>> parse_version("3.5.9"), parse_version("4.2.0.dev1"), parse_version("4.1.0-SNAPSHOT")
+((3, 5, 9), (4, 2, 0), (4, 1, 0))
+>>> has(( 3, 5, 9), "statestore_reader"), has((4, 0, 5), "statestore_reader")
+(False, True)
+>>> progress_offset("{'logOffset': 0}"), progress_offset('{"logOffset": 0}'), progress_offset("None")
+({'logOffset': 0}, {'logOffset': 0}, None)
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from functools import lru_cache
+from typing import Any, Dict, Optional, Tuple
+
+from ..errors import ConfigError
+
+Version = Tuple[int, int, int]
+
+SUPPORTED = ((3, 5), (4, 3))  # the oldest and newest line sparkwax supports (setup.cfg's range)
+
+# The first release of each capability (the line's .0 unless said). Each
+# entry is what the line's public API or Spark's own behaviour offers;
+# tests/unit/engine/test_spark_version.py describes every line by these.
+SINCE: Dict[str, Version] = {
+    # pyspark.sql.types.StructType.fromDDL (before: _parse_datatype_string)
+    "from_ddl": (4, 0, 0),
+    # Spark's "statestore" data source (state show / check / rescale, read_state)
+    "statestore_reader": (4, 0, 0),
+    # its change feed (readChangeFeed), read_state(changes=)
+    "state_change_feed": (4, 0, 0),
+    # transformWithStateInPandas (sparkwax does not use it yet)
+    "transform_with_state": (4, 0, 0),
+    # pyspark.sql.conversion.ArrowBatchTransformer, the packed host's pre-packing
+    "arrow_batch_transformer": (4, 2, 0),
+    # to_arrow_schema(..., timezone=)
+    "to_arrow_schema_timezone": (4, 2, 0),
+    # StreamingQueryProgress offsets as JSON text (before: Python repr, and "None")
+    "json_progress_offsets": (4, 2, 0),
+}
+
+# Known Spark bugs by the releases they are in: (first, last) inclusive.
+BUGS: Dict[str, Tuple[Version, Version]] = {
+    # apache/spark#58211 (fixed by #58258): the statestore reader on a session
+    # that never touched spark.streams finds no StateStoreCoordinator
+    # (RpcEndpointNotFoundException); touching spark.streams first registers it
+    "state_coordinator_unregistered": ((4, 2, 0), (4, 2, 99)),
+}
+
+_CACHE: Dict[int, Tuple[Any, Version]] = {}
+
+
+def parse_version(text: str) -> Version:
+    """``"4.2.1"`` (or ``"4.2.0.dev1"``, ``"3.5.2-SNAPSHOT"``) as ``(4, 2, 1)``."""
+    found = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", str(text))
+    if found is None:
+        raise ValueError(f"not a Spark version: {text!r}")
+    return int(found.group(1)), int(found.group(2)), int(found.group(3) or 0)
+
+
+@lru_cache(maxsize=None)
+def client_version() -> Version:
+    """The driver's pyspark release (``pyspark.__version__``)."""
+    import pyspark
+
+    return parse_version(pyspark.__version__)
+
+
+def session_version(spark: Any) -> Version:
+    """The release ``spark`` runs (``spark.version``: a Spark Connect
+    session's is its server's), read once per session."""
+    cached = _CACHE.get(id(spark))
+    if cached is not None and cached[0] is spark:
+        return cached[1]
+    try:
+        version = parse_version(spark.version)
+    except Exception:  # a session that cannot tell: the client's release
+        version = client_version()
+    _CACHE[id(spark)] = (spark, version)
+    return version
+
+
+def has(version: Version, capability: str) -> bool:
+    """Whether Spark ``version`` has ``capability`` (a name of ``SINCE``)."""
+    return tuple(version) >= SINCE[capability]
+
+
+def has_bug(version: Version, bug: str) -> bool:
+    """Whether Spark ``version`` has the known bug ``bug`` (a name of ``BUGS``)."""
+    first, last = BUGS[bug]
+    return first <= tuple(version) <= last
+
+
+def line(version: Version) -> str:
+    """``(4, 2, 1)`` as ``"4.2"``."""
+    return f"{version[0]}.{version[1]}"
+
+
+def supported(version: Version) -> bool:
+    """Whether ``version``'s line is one sparkwax supports (3.5 to 4.3)."""
+    return SUPPORTED[0] <= (version[0], version[1]) <= SUPPORTED[1]
+
+
+# -- capabilities of a session ----------------------------------------------
+
+def has_statestore_reader(spark: Any) -> bool:
+    return has(session_version(spark), "statestore_reader")
+
+
+def has_transform_with_state(spark: Any) -> bool:
+    return has(session_version(spark), "transform_with_state")
+
+
+def has_arrow_batch_transformer(spark: Any) -> bool:
+    """Whether the Python workers of ``spark`` have ``ArrowBatchTransformer``
+    (the packed host pre-packs rows before the shuffle only then)."""
+    return has(session_version(spark), "arrow_batch_transformer")
+
+
+def has_from_ddl() -> bool:
+    return has(client_version(), "from_ddl")
+
+
+def progress_offsets_format(version: Version) -> str:
+    """How ``version`` writes a progress report's source offsets:
+    ``"json"`` (4.2+) or ``"repr"`` (Python repr text, ``"None"`` for none)."""
+    return "json" if has(version, "json_progress_offsets") else "repr"
+
+
+# -- the calls that differ between lines -------------------------------------
+
+def from_ddl(text: str) -> Any:
+    """``StructType.fromDDL(text)`` (4.0+); on 3.5 pyspark's own DDL parser
+    (``_parse_datatype_string``, which reads what fromDDL reads), through the
+    active session's JVM."""
+    from pyspark.sql import types as T
+
+    if has_from_ddl():
+        return T.StructType.fromDDL(text)
+    return T._parse_datatype_string(text)
+
+
+def to_arrow_schema(schema: Any, timezone: str = "UTC") -> Any:
+    """pyspark's ``to_arrow_schema`` with timestamps in ``timezone``; before
+    4.2 it takes no ``timezone`` and writes UTC timestamps (sparkwax asks
+    only for UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema as convert
+
+    if has(client_version(), "to_arrow_schema_timezone"):
+        return convert(schema, timezone=timezone)
+    return convert(schema)
+
+
+def arrow_batch_transformer() -> Any:
+    """``pyspark.sql.conversion.ArrowBatchTransformer`` (4.2+), in a task;
+    None where this pyspark has none."""
+    try:
+        from pyspark.sql.conversion import ArrowBatchTransformer
+    except ImportError:
+        return None
+    return ArrowBatchTransformer
+
+
+def progress_offset(value: Any) -> Any:
+    """A source offset of a progress report as a comparable value: Spark 4.2+
+    reports JSON text (``'{"logOffset": 0}'``), 4.0/4.1 Python repr text
+    (``"{'logOffset': 0}"``) and ``"None"`` for none; anything else is kept
+    as it is."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text in ("None", "null", ""):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+
+
+def statestore_reader(spark: Any, feature: str, *, changes: bool = False) -> Any:
+    """``spark.read.format("statestore")`` for ``feature`` (what the user
+    called, for the message), or a ``ConfigError`` naming the Spark version
+    it needs where the session's Spark has no such reader (3.5). Works
+    around Spark 4.2's unregistered StateStoreCoordinator first."""
+    version = session_version(spark)
+    needed = "state_change_feed" if changes else "statestore_reader"
+    if not has(version, needed):
+        raise ConfigError(
+            f"{feature} needs Spark {line(SINCE[needed])} or newer (it reads the state "
+            f"through Spark's \"statestore\" data source{', its change feed' if changes else ''}); "
+            f"this session runs Spark {'.'.join(map(str, version))}, which has none. Run "
+            f"{feature} from a PySpark {line(SINCE[needed])}+ environment against a copy of "
+            "the checkpoint (the state files are read, never written), or read the step's "
+            "output instead")
+    if has_bug(version, "state_coordinator_unregistered"):
+        touch_streams(spark)
+    return spark.read.format("statestore")
+
+
+def touch_streams(spark: Any) -> None:
+    """Touch ``spark.streams`` (the session's StreamingQueryManager), which
+    registers the StateStoreCoordinator the statestore reader asks for
+    (apache/spark#58211 on 4.2). Never raises."""
+    try:
+        spark.streams  # noqa: B018 (the access is the point)
+    except Exception:
+        pass
+
+
+def coordinator_bug(error: BaseException) -> bool:
+    """Whether ``error`` is Spark 4.2's missing StateStoreCoordinator
+    (apache/spark#58211), a Spark bug, not a damaged checkpoint."""
+    text = str(error)
+    return "StateStoreCoordinator" in text and "RpcEndpointNotFound" in text
+
+
+def coordinator_message(spark: Any, feature: str) -> str:
+    """What to say when ``coordinator_bug``: the Spark bug, and the way out."""
+    version = ".".join(map(str, session_version(spark)))
+    return (f"{feature}: Spark {version} could not reach its StateStoreCoordinator "
+            "(a Spark 4.2 bug, apache/spark#58211, fixed by apache/spark#58258; the checkpoint "
+            "is not at fault). Touch spark.streams on the session before reading state, or "
+            "run the state tools from a session that has run a streaming query")
+
+
+__all__ = ["BUGS", "SINCE", "SUPPORTED", "Version", "arrow_batch_transformer", "client_version",
+           "coordinator_bug", "coordinator_message", "from_ddl", "has", "has_arrow_batch_transformer",
+           "has_bug", "has_from_ddl", "has_statestore_reader", "has_transform_with_state", "line",
+           "parse_version", "progress_offset", "progress_offsets_format", "session_version",
+           "statestore_reader", "supported", "to_arrow_schema", "touch_streams"]
