@@ -19,7 +19,9 @@ is needed by a committed batch), it removes what is in ``offsets/``,
 that first batch (``sources/<n>/0``; without it Spark's restarted file source
 would hand those files *and* the next ones to batch 0). Other sources' files
 (Kafka's initial offsets...), ``metadata`` (the query's id) and
-``sparkwax-steps.json`` stay. It says so in one line on stderr. A checkpoint
+``sparkwax-steps.json`` stay. It says so in one line on stderr. Nothing is
+removed while a process holds the checkpoint's liveness record
+(``sparkwax.engine.checkpoints.liveness``: ``sw.start`` then refuses). A checkpoint
 whose offset log has an entry is left to Spark, which runs an uncommitted
 batch again at every start.
 
@@ -42,6 +44,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from ...checkpoint_format.files import short_path, state_file_name
 from ...checkpoint_format.logs import file_log_entries, log_number
 from ...errors import CheckpointError, ConfigError
+from .liveness import live_holder
 from .storage import FileEntry, is_connect, join_path, storage_for
 
 SPARK_CHECKED = ("offsets", "commits", "state")  # what Spark wants empty on batch 0
@@ -78,6 +81,8 @@ def clear_dead_first_run(spark: Any, checkpoint: str, *, say: Optional[Callable[
         found = find_leftovers(store, checkpoint)
         if found is None:
             return []
+    if live_holder(spark, checkpoint) is not None:  # sw.start's own check names it
+        return []
     for folder in found.folders:
         store.delete(folder)
     removed = [short_path(checkpoint, entry.path) for entry in found.files]

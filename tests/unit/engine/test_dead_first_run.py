@@ -108,6 +108,7 @@ def test_state_no_first_run_writes_is_refused_naming_the_file_and_the_command():
 def test_clearing_removes_the_folders_and_says_so_in_one_line(monkeypatch):
     store = MemoryStore(DEAD)
     monkeypatch.setattr(first_run, "storage_for", lambda spark: store)
+    monkeypatch.setattr(first_run, "live_holder", lambda spark, checkpoint: None)
     lines = []
     removed = first_run.clear_dead_first_run(object(), CK, say=lines.append, settle_seconds=0)
     assert removed == ["offsets/.0.a45bc60d.tmp", "sources/0/0"]
@@ -182,3 +183,12 @@ def test_a_query_stopped_while_initializing_ends_before_its_first_batch():
     ended = end_after_batch(query, execution(query), time.monotonic() + 10, poll=0.005)
     assert ended and not query.stopped
     assert query.jvm.state().log == [("init", "TERMINATED")]
+
+
+def test_nothing_is_removed_while_a_process_holds_the_checkpoint(monkeypatch):
+    store = MemoryStore(DEAD)
+    monkeypatch.setattr(first_run, "storage_for", lambda spark: store)
+    monkeypatch.setattr(first_run, "live_holder", lambda spark, checkpoint: "a query")
+    lines = []
+    assert first_run.clear_dead_first_run(object(), CK, say=lines.append, settle_seconds=0) == []
+    assert store.deleted == [] and lines == []
