@@ -183,6 +183,13 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
     or SIGTERM stops the query between micro-batches, with one line saying so
     (when called from the main thread).
 
+    A restart runs on the checkpoint's recorded partition and bucket counts
+    (``recorded_counts``); a step that asks for a micro-batch at every trigger
+    gets one at the first trigger, input or not (``checkpoints.wake``: timers
+    due while it was stopped fire). While the query runs, ``start`` keeps the
+    checkpoint's liveness record fresh, and refuses a checkpoint another
+    query or a rescale holds (``checkpoints.liveness``).
+
     Returns a ``sparkwax.engine.queries.query.Query``: Spark's ``StreamingQuery``
     (``.spark_query``) whose ``awaitTermination()``,
     ``processAllAvailable()`` and ``exception()`` give a sparkwax error
