@@ -122,7 +122,8 @@ def install_hook() -> None:
              trace: Optional[TracebackType]) -> None:
         try:
             where = None if _spark_cause(value) is not None else _app_frame(trace)
-            block = failure_block(value, where=where)
+            block = (interrupted_line(trace) if _interrupted(value)
+                     else failure_block(value, where=where))
         except Exception:  # never hide the real error behind our own
             block = None
         if block is None:
@@ -143,14 +144,45 @@ def install_hook() -> None:
     sys.excepthook = hook
 
 
+_NOT_THE_APP = (f"{os.sep}sparkwax{os.sep}", "pyspark", "py4j", "<frozen")
+
+
+def _interrupted(error: BaseException) -> bool:
+    """A ``KeyboardInterrupt``, or an error raised while one unwound (py4j's
+    clean-up call after an interrupted call fails on the broken connection)."""
+    current: Optional[BaseException] = error
+    for _ in range(5):
+        if current is None:
+            return False
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        current = current.__context__
+    return False
+
+
+def interrupted_line(trace: Optional[TracebackType]) -> Optional[str]:
+    """The one line for a Ctrl-C that stopped the driver inside a Spark call
+    (py4j or pyspark frames in ``trace``), or None (Python's own traceback
+    for any other ``KeyboardInterrupt``)."""
+    paths = [frame.f_code.co_filename for frame, _ in traceback.walk_tb(trace)]
+    if not any("py4j" in path or "pyspark" in path for path in paths):
+        return None
+    stdlib = os.path.dirname(os.__file__)
+    app = [f"{frame.f_code.co_filename}:{line}" for frame, line in traceback.walk_tb(trace)
+           if not frame.f_code.co_filename.startswith(stdlib)
+           and not any(part in frame.f_code.co_filename for part in _NOT_THE_APP)]
+    where = f" at {app[-1]}" if app else ""
+    return (f"sparkwax: interrupted (Ctrl-C){where}, inside a Spark call; "
+            f"{VERBOSE_ENV}=1 shows the trace")
+
+
 def _app_frame(trace: Optional[TracebackType]) -> Optional[str]:
     """``the driver, at FILE:LINE``: the last frame of the app's own code
     (not sparkwax's, pyspark's nor py4j's), or None."""
     found = None
     for frame, line in traceback.walk_tb(trace):
         path = frame.f_code.co_filename
-        if not any(part in path for part in (f"{os.sep}sparkwax{os.sep}", "pyspark", "py4j",
-                                              "<frozen")):
+        if not any(part in path for part in _NOT_THE_APP):
             found = f"the driver, at {path}:{line}"
     return found
 

@@ -80,6 +80,7 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
 
     from ...failure import install_hook
     from .ending import stop_at_exit
+    from .interrupts import quiet_interrupts
     from .logs import CONF_KEY as LOG_CONF, java_option, spark_log_level
 
     install_hook()
@@ -130,6 +131,7 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
         if name.startswith(_HADOOP_PREFIX):  # confs; Hadoop's own key applies per session
             spark.conf.set(name[len(_HADOOP_PREFIX):], value)
     spark.sparkContext.setLogLevel(level)
+    quiet_interrupts(spark)  # Ctrl-C: one line, not py4j's tracebacks
     stop_at_exit()  # a program that returns without spark.stop(): stopped in order
     return spark
 

@@ -113,3 +113,38 @@ def test_the_hook_prints_only_the_block_or_hands_it_to_submit(tmp_path):
     done = run_app(tmp_path, {**env, FILE_ENV: str(handed)})
     assert done.returncode == 1 and done.stderr == ""
     assert handed.read_text().startswith("sparkwax: the app failed: CallbackError\n")
+
+
+def _trace_of(error_from):
+    try:
+        error_from()
+    except BaseException as error:  # noqa: BLE001 (the test raises KeyboardInterrupt)
+        return error, error.__traceback__
+    raise AssertionError("nothing raised")
+
+
+def test_a_ctrl_c_inside_a_spark_call_is_one_line_and_any_other_is_python_s():
+    from sparkwax.failure import _interrupted, interrupted_line
+
+    namespace = {}
+    exec(compile("def send_command():\n    raise KeyboardInterrupt()\n",
+                 "/venv/site-packages/py4j/java_gateway.py", "exec"), namespace)
+    error, trace = _trace_of(namespace["send_command"])
+    assert _interrupted(error)
+    assert interrupted_line(trace) == (
+        f"sparkwax: interrupted (Ctrl-C) at {__file__}:{_trace_of.__code__.co_firstlineno + 2}, "
+        "inside a Spark call; SPARKWAX_VERBOSE=1 shows the trace")
+
+    def plain():
+        raise KeyboardInterrupt()
+
+    assert interrupted_line(_trace_of(plain)[1]) is None  # no Spark frame: Python's traceback
+
+    def cleanup_fails():  # py4j's clean-up call after the interrupt breaks the connection
+        try:
+            namespace["send_command"]()
+        except KeyboardInterrupt:
+            raise ConnectionError("Answer from Java side is empty")
+
+    assert _interrupted(_trace_of(cleanup_fails)[0])
+    assert not _interrupted(ValueError("no"))
