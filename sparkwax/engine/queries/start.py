@@ -271,7 +271,7 @@ def _with_logged_partitions(store: Any, checkpoint: str, saved: Optional[Dict[st
     try:
         logged = parse_offsets(number, store.read_text(path), path).metadata.get(
             "conf", {}).get(PARTITIONS_CONF)
-    except ConfigError:  # damaged: check_checkpoint's log check names it
+    except (ConfigError, ValueError):  # damaged (not JSON, not UTF-8): the log check names it
         return saved
     recorded = (saved.get("confs") or {}).get(PARTITIONS_CONF)
     if logged is None or recorded is None or str(logged) == str(recorded):
