@@ -211,9 +211,9 @@ def statestore_reader(spark: Any, feature: str, *, changes: bool = False) -> Any
         raise ConfigError(
             f"{feature} needs Spark {line(SINCE[needed])} or newer (it reads the state "
             f"through Spark's \"statestore\" data source{', its change feed' if changes else ''}); "
-            f"this session runs Spark {'.'.join(map(str, version))}, which has none. Run "
-            f"{feature} from a PySpark {line(SINCE[needed])}+ environment against a copy of "
-            "the checkpoint (the state files are read, never written), or read the step's "
+            f"this session runs Spark {'.'.join(map(str, version))}, which has none. Run it "
+            f"from a PySpark {line(SINCE[needed])}+ environment against a copy of the "
+            "checkpoint (the state files are read, never written), or read the step's "
             "output instead")
     if has_bug(version, "state_coordinator_unregistered"):
         touch_streams(spark)
