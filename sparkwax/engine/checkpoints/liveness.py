@@ -168,6 +168,7 @@ class Lease:
         now = int(wall_clock.time() * 1000)
         self.holder = Holder(what, socket.gethostname(), os.getpid(), uuid.uuid4().hex[:12], now)
         self._stop = threading.Event()
+        self._writing = threading.Lock()  # a beat never lands after release's delete
         self._active: Optional[Callable[[], bool]] = None
         self._thread: Optional[threading.Thread] = None
 
@@ -186,9 +187,13 @@ class Lease:
         return self
 
     def _write(self) -> None:
-        self.holder = Holder(**{**asdict(self.holder), "beat": self.holder.beat + 1,
-                                "written_ms": int(wall_clock.time() * 1000)})
-        self._store.write_text(join_path(self.checkpoint, FILE), json.dumps(asdict(self.holder)))
+        with self._writing:
+            if self._stop.is_set():
+                return
+            self.holder = Holder(**{**asdict(self.holder), "beat": self.holder.beat + 1,
+                                    "written_ms": int(wall_clock.time() * 1000)})
+            self._store.write_text(join_path(self.checkpoint, FILE),
+                                   json.dumps(asdict(self.holder)))
 
     def keep_while(self, active: Callable[[], bool]) -> "Lease":
         """Renew every ``BEAT_SECONDS`` while ``active()``; release after."""
@@ -209,7 +214,8 @@ class Lease:
 
     def release(self) -> None:
         """Stop renewing and remove the record if it is still this lease's."""
-        self._stop.set()
+        with self._writing:
+            self._stop.set()
         with _HELD_LOCK:
             if _HELD.pop(self.holder.run, None) is None:
                 return
