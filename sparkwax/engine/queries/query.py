@@ -40,6 +40,7 @@ class Query:
         self._steps = steps
         self.following: Any = None  # sw.start(progress=True)'s progress thread
         self.stopper: Any = None    # availableNow's stop (``catch_up.stop_when_caught_up``)
+        self.lease: Any = None      # the checkpoint's liveness record (``checkpoints.liveness``)
         # a ProcessingTimeTimeout operator: Spark never finds this query caught up
         self.asks_every_batch = asks_every_batch((steps or {}).values())
 
@@ -108,8 +109,15 @@ class Query:
         a graceful stop (Ctrl-C, SIGTERM), the "stopped" line too."""
         if not self.spark_query.isActive:
             wait_for_stop(self)
+            self._release()
         if self.following is not None:
             self.following.finish()
+
+    def _release(self) -> None:
+        """The query has stopped: its liveness record goes now, not at the
+        next beat (a tool called right after finds the checkpoint free)."""
+        if self.lease is not None:
+            self.lease.release()
 
     def stop(self) -> None:
         """Stop the query after its micro-batch in flight
@@ -119,6 +127,8 @@ class Query:
         trigger, stopped after ``processAllAvailable()`` logged ``ERROR
         FileFormatWriter: Aborting job`` (the batch reruns at the restart)."""
         stop_quietly(self.spark_query)
+        if not self.spark_query.isActive:
+            self._release()
 
     def exception(self) -> Optional[BaseException]:
         """The error that stopped the query (the sparkwax error when there is

@@ -211,7 +211,7 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
             lease.release()
         raise
     if lease is not None:
-        lease.keep_while(lambda: bool(started.spark_query.isActive))
+        started.lease = lease.keep_while(lambda: bool(started.spark_query.isActive))
     return started
 
 
