@@ -122,8 +122,8 @@ def install_hook() -> None:
              trace: Optional[TracebackType]) -> None:
         try:
             where = None if _spark_cause(value) is not None else _app_frame(trace)
-            block = (interrupted_line(trace) if _interrupted(value)
-                     else failure_block(value, where=where))
+            block = (interrupted_line(trace) if _interrupted(value) else None) \
+                or failure_block(value, where=where)
         except Exception:  # never hide the real error behind our own
             block = None
         if block is None:
@@ -148,9 +148,14 @@ _NOT_THE_APP = (f"{os.sep}sparkwax{os.sep}", "pyspark", "py4j", "<frozen")
 
 
 def _interrupted(error: BaseException) -> bool:
-    """A ``KeyboardInterrupt``, or an error raised while one unwound (py4j's
-    clean-up call after an interrupted call fails on the broken connection)."""
-    current: Optional[BaseException] = error
+    """A ``KeyboardInterrupt``, or py4j's error raised while one unwound (its
+    clean-up call after an interrupted call fails on the broken connection);
+    any other error keeps its own report."""
+    if isinstance(error, KeyboardInterrupt):
+        return True
+    if not type(error).__module__.startswith("py4j"):
+        return False
+    current = error.__context__
     for _ in range(5):
         if current is None:
             return False

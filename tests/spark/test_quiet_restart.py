@@ -103,3 +103,32 @@ def test_an_overdue_timer_fires_at_the_first_trigger_of_a_quiet_restart(
     expected = "timer" if case == "processing" else "deadline"
     assert rows == [(1, ("k", expected))], rows
     assert batches[0] == (1, 0), f"fired in {batches[0]}, not a batch without input"
+
+
+def test_available_now_after_a_restart_reads_every_waiting_file(spark, tmp_path):
+    """The wake-up batch reads nothing and Spark runs it without looking for
+    input: it is no sign of being caught up, so availableNow (and
+    processAllAvailable) still take every file waiting at the restart."""
+    source = tmp_path / "in"
+    source.mkdir()
+    later = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
+
+    def write(key):
+        (source / f"{key}.json").write_text(json.dumps(
+            {"key": key, "ts": "2024-01-01T00:00:00Z", "due": later}) + "\n")
+
+    def run_available_now():
+        stream = spark.readStream.schema("key string, ts timestamp, due timestamp") \
+            .option("maxFilesPerTrigger", 1).json(str(source))
+        out = sw.stateful(stream, key="key", builder=DueAt, time=sw.ProcessingTime(),
+                          output_schema="kind string")
+        sw.start(out, checkpoint=str(tmp_path / "ck"), trigger={"availableNow": True},
+                 path=str(tmp_path / "out")).awaitTermination()
+
+    write("a")
+    run_available_now()
+    for key in "bcd":
+        write(key)
+    run_available_now()  # the wake-up batch first, then one file per batch
+    keys = {row["key"] for row in sw.read_state(spark, str(tmp_path / "ck")).collect()}
+    assert keys == set("abcd"), keys

@@ -64,6 +64,7 @@ class Holder:
     since_ms: int
     beat: int = 0
     written_ms: int = 0
+    pid_space: int = 0  # the pid namespace (containers on one host name differ)
 
     def describe(self) -> str:
         since = datetime.fromtimestamp(self.since_ms / 1000, timezone.utc)
@@ -78,8 +79,16 @@ def read_holder(store: Any, checkpoint: str) -> Optional[Holder]:
         text = store.read_text(join_path(checkpoint, FILE))
         fields = json.loads(text) if text else None
         return Holder(**fields) if isinstance(fields, dict) else None
-    except (ValueError, TypeError):
+    except Exception:  # not JSON, other fields, or gone between listing and reading
         return None
+
+
+def _pid_space() -> int:
+    """This process's pid namespace (0 where /proc has none)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def _record_age_s(store: Any, checkpoint: str, holder: Holder) -> float:
@@ -91,8 +100,9 @@ def _record_age_s(store: Any, checkpoint: str, holder: Holder) -> float:
 
 
 def _process_gone(holder: Holder) -> bool:
-    """Whether the holder ran on this host and its process has ended."""
-    if holder.host != socket.gethostname():
+    """Whether the holder ran on this host (and pid namespace: a container
+    may share the host name) and its process has ended."""
+    if holder.host != socket.gethostname() or holder.pid_space != _pid_space():
         return False
     try:
         os.kill(holder.pid, 0)
@@ -105,12 +115,16 @@ def _process_gone(holder: Holder) -> bool:
 
 def _running_here(spark: Any, checkpoint: str) -> Optional[Holder]:
     """An active query of this process's session on ``checkpoint``."""
-    for query in spark.streams.active:
+    active = spark.streams.active
+    if not active:
+        return None
+    wanted = storage_for(spark).qualified(checkpoint).rstrip("/")
+    for query in active:
         try:
             root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
         except Exception:  # not a classic query: no root to compare
             continue
-        if root.rstrip("/").endswith(checkpoint.rstrip("/").split(":", 1)[-1]):
+        if root.rstrip("/") == wanted:
             return Holder("query", socket.gethostname(), os.getpid(),
                           str(query.name or query.id), int(wall_clock.time() * 1000))
     return None
@@ -135,12 +149,10 @@ def live_holder(spark: Any, checkpoint: str, *, watch_seconds: float = WATCH_SEC
     if _process_gone(holder) or _record_age_s(store, checkpoint, holder) > STALE_SECONDS:
         return None
     give_up = wall_clock.monotonic() + watch_seconds
-    while wall_clock.monotonic() < give_up:
-        sleep(min(0.5, watch_seconds))
+    while wall_clock.monotonic() < give_up:  # a read between two writes may find none:
+        sleep(min(0.5, watch_seconds))       # only the whole watch decides
         again = read_holder(store, checkpoint)
-        if again is None:
-            return None  # removed: a clean stop
-        if (again.run, again.beat) != (holder.run, holder.beat):
+        if again is not None and (again.run, again.beat) != (holder.run, holder.beat):
             return again
     return None
 
@@ -166,7 +178,8 @@ class Lease:
         self.checkpoint = checkpoint
         self._store = storage_for(spark)
         now = int(wall_clock.time() * 1000)
-        self.holder = Holder(what, socket.gethostname(), os.getpid(), uuid.uuid4().hex[:12], now)
+        self.holder = Holder(what, socket.gethostname(), os.getpid(), uuid.uuid4().hex[:12], now,
+                             pid_space=_pid_space())
         self._stop = threading.Event()
         self._writing = threading.Lock()  # a beat never lands after release's delete
         self._active: Optional[Callable[[], bool]] = None
@@ -192,12 +205,16 @@ class Lease:
                 return
             self.holder = Holder(**{**asdict(self.holder), "beat": self.holder.beat + 1,
                                     "written_ms": int(wall_clock.time() * 1000)})
-            self._store.write_text(join_path(self.checkpoint, FILE),
-                                   json.dumps(asdict(self.holder)))
+            self._store.replace_text(join_path(self.checkpoint, FILE),
+                                     json.dumps(asdict(self.holder)))
 
     def keep_while(self, active: Callable[[], bool]) -> "Lease":
-        """Renew every ``BEAT_SECONDS`` while ``active()``; release after."""
+        """Renew every ``BEAT_SECONDS`` while ``active()``; release after.
+        Called again, it only changes what ``active`` is (``sw.start``:
+        always while it starts, then while its query is active)."""
         self._active = active
+        if self._thread is not None:
+            return self
 
         def beat() -> None:
             while not self._stop.wait(BEAT_SECONDS):

@@ -172,9 +172,39 @@ class HadoopStorage:
         if not fs.rename(staging, hadoop_path):
             raise ConfigError(f"cannot write {path!r}: renaming {staging.toString()} failed")
 
+    def replace_text(self, path: str, text: str) -> None:
+        """Write one file so that a reader finds the old text or the new one,
+        never no file: a temporary file renamed over it with Hadoop's
+        ``FileContext.rename(..., OVERWRITE)`` (atomic on HDFS and local
+        disks; on object stores a copy over the old object). Where that
+        rename is refused, ``write_text``."""
+        fs, hadoop_path = self._fs(path)
+        staging = self._path(
+            hadoop_path.getParent(), f".{hadoop_path.getName()}.{int(wall_clock.time() * 1e6)}.tmp")
+        stream = fs.create(staging, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        hadoop_fs = self._jvm.org.apache.hadoop.fs
+        try:
+            context = hadoop_fs.FileContext.getFileContext(hadoop_path.toUri(), self._conf)
+            overwrite = getattr(hadoop_fs, "Options$Rename")
+            options = self._spark.sparkContext._gateway.new_array(overwrite, 1)
+            options[0] = overwrite.OVERWRITE
+            context.rename(staging, hadoop_path, options)
+        except Exception:  # a file system without FileContext support
+            fs.delete(staging, False)
+            self.write_text(path, text)
+
     def delete(self, path: str) -> None:
         fs, hadoop_path = self._fs(path)
         fs.delete(hadoop_path, True)
+
+    def qualified(self, path: str) -> str:
+        """``path`` as Spark names it (``file:/tmp/ck`` for ``/tmp/ck``)."""
+        fs, hadoop_path = self._fs(path)
+        return str(fs.makeQualified(hadoop_path).toString())
 
     def rename(self, source: str, target: str) -> None:
         """Move a file within one file system (its folder is made first); a
@@ -242,6 +272,14 @@ class SparkStorage:
             frame.coalesce(1).write.mode("overwrite").text(path)
         except Exception as error:
             raise filesystem_error(path, error) or error
+
+    def replace_text(self, path: str, text: str) -> None:
+        """``write_text`` (Spark's overwrite of an output folder)."""
+        self.write_text(path, text)
+
+    def qualified(self, path: str) -> str:
+        """``path`` as given (Connect qualifies paths on the server)."""
+        return path
 
     def rename(self, source: str, target: str) -> None:
         raise ConfigError(f"cannot move {source!r} over Spark Connect (it has no file API): "

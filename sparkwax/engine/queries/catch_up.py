@@ -114,26 +114,31 @@ def wait_caught_up(query: Any, *, after: int = -1, poll: float = POLL_SECONDS,
 
 
 def stop_when_caught_up(query: Any, stop: Optional[Callable[[], None]] = None,
-                        poll: float = POLL_SECONDS) -> threading.Thread:
-    """A daemon thread that stops ``query`` once it is caught up: the
-    ``availableNow`` of a step that asks for a micro-batch at every trigger.
-    ``stop`` (default: ``stopping.stop_quietly``, after the micro-batch in
-    flight, a no-data one that Spark started at once) ends it."""
+                        poll: float = POLL_SECONDS, after: int = -1) -> threading.Thread:
+    """A daemon thread that stops ``query`` once a micro-batch with id >
+    ``after`` is caught up: the ``availableNow`` of a step that asks for a
+    micro-batch at every trigger (``after``: a restart's wake-up batch, which
+    Spark runs as logged, without looking for input). ``stop`` (default:
+    ``stopping.stop_quietly``, after the micro-batch in flight, a no-data one
+    that Spark started at once) ends it."""
     def run() -> None:
-        if wait_caught_up(query, poll=poll):
+        if wait_caught_up(query, after=after, poll=poll):
             (stop or (lambda: stop_quietly(query)))()
     thread = threading.Thread(target=run, name="sparkwax-available-now", daemon=True)
     thread.start()
     return thread
 
 
-def process_all_available(query: Any, poll: float = POLL_SECONDS) -> bool:
+def process_all_available(query: Any, poll: float = POLL_SECONDS, woken: Optional[int] = None
+                          ) -> bool:
     """Block until every row available when called is processed and a
     micro-batch that started after the call found nothing more (the timers
     those rows made due fired in it). The batch in flight when called may
     have been planned before the call: the wait is for a later one. False:
     the query stopped first."""
-    return wait_caught_up(query, after=last_batch(query) + 1, poll=poll)
+    after = last_batch(query) + 1
+    return wait_caught_up(query, after=after if woken is None else max(after, woken),
+                          poll=poll)
 
 
 __all__ = ["ONCE_CONF", "asks_every_batch", "bounded", "caught_up", "last_batch",

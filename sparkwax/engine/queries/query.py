@@ -41,6 +41,7 @@ class Query:
         self.following: Any = None  # sw.start(progress=True)'s progress thread
         self.stopper: Any = None    # availableNow's stop (``catch_up.stop_when_caught_up``)
         self.lease: Any = None      # the checkpoint's liveness record (``checkpoints.liveness``)
+        self.woken: Optional[int] = None  # the restart's wake-up batch (``checkpoints.wake``)
         # a ProcessingTimeTimeout operator: Spark never finds this query caught up
         self.asks_every_batch = asks_every_batch((steps or {}).values())
 
@@ -97,7 +98,7 @@ class Query:
             with self._explained():
                 if not self.asks_every_batch:
                     self.spark_query.processAllAvailable()
-                elif not process_all_available(self.spark_query):
+                elif not process_all_available(self.spark_query, woken=self.woken):
                     self.spark_query.awaitTermination()  # stopped: its failure, if any
         finally:
             self._print_progress()

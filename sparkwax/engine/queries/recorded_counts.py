@@ -46,10 +46,12 @@ def remember(frame: Any, step_id: str, replan: Replan) -> Any:
     return frame
 
 
-def replanned(frame: Any, saved: Optional[Dict[str, Any]],
-              steps: List[Dict[str, Any]]) -> Tuple[Any, List[Dict[str, Any]], List[str]]:
+def replanned(frame: Any, saved: Optional[Dict[str, Any]], steps: List[Dict[str, Any]],
+              describe: Callable[[Any], List[Dict[str, Any]]]
+              ) -> Tuple[Any, List[Dict[str, Any]], List[str]]:
     """``frame`` with its default buckets replaced by the checkpoint's
-    recorded ones (``saved``: the steps file), its step descriptions, and
+    recorded ones (``saved``: the steps file), its step descriptions (read
+    from the new frame by ``describe``: any other change still shows), and
     the lines to say; ``frame`` unchanged when nothing differs or it cannot
     be planned again (the restart check then names the change)."""
     if not saved:
@@ -64,8 +66,7 @@ def replanned(frame: Any, saved: Optional[Dict[str, Any]],
         if entry is None or entry[0] != step["step_id"]:
             continue
         frame = entry[1](before)
-        steps = [{**s, "state": old["state"]} if s["step_id"] == step["step_id"] else s
-                 for s in steps]
+        steps = describe(frame)
         said.append(f"step {step['step_id']!r} keeps the checkpoint's {before} buckets (the "
                     f"session's default would be {after})")
     return frame, steps, said

@@ -200,7 +200,8 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
     spark = frame.sparkSession
     store = storage_for(spark)
     refuse_if_live(spark, checkpoint, "start a query on")
-    lease = None if is_connect(spark) else Lease(spark, checkpoint, "query").acquire()
+    lease = None if is_connect(spark) else \
+        Lease(spark, checkpoint, "query").acquire().keep_while(lambda: True)  # beats from now
     try:
         started = _start(frame, spark, store, checkpoint, path=path, format=format,
                          trigger=trigger, output_mode=output_mode, foreach_batch=foreach_batch,
@@ -231,8 +232,11 @@ def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: O
     if str(spark.conf.get(ONCE_CONF, "false")).lower() == "true":  # `sparkwax submit --once`
         trigger = {"availableNow": True}
     every_batch = asks_every_batch(steps)
+    if foreach_batch is None and path is None and format not in ("console", "memory", "noop"):
+        raise ConfigError(f"start needs path= for the {format!r} sink (or foreach_batch=)")
+    woken = None
     if every_batch and not (trigger or {}).get("once"):  # "once" would run only that batch
-        wake_timers(spark, checkpoint)  # timers due while stopped fire at this start
+        woken = wake_timers(spark, checkpoint)  # timers due while stopped fire at this start
     writer = frame.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if query_name:
         writer = writer.queryName(query_name)
@@ -245,13 +249,13 @@ def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: O
     if foreach_batch is not None:
         query = writer.foreachBatch(foreach_batch).start()
     else:
-        if path is None and format not in ("console", "memory", "noop"):
-            raise ConfigError(f"start needs path= for the {format!r} sink (or foreach_batch=)")
         writer = writer.format(format)
         query = writer.start(path) if path is not None else writer.start()
     started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
+    started.woken = woken  # reads nothing, found nothing (its offsets were logged): not
+    #                        a sign of being caught up
     if every_batch and bounded(trigger):  # Spark would run no-data batches forever
-        started.stopper = stop_when_caught_up(query)
+        started.stopper = stop_when_caught_up(query, after=-1 if woken is None else woken)
     following = follow(started) if progress else None
     started.following = following
     if stop_on_signal:
@@ -293,7 +297,7 @@ def _recorded_counts(frame: DataFrame, spark: Any, store: Any, checkpoint: str
     steps = step_descriptions(frame)
     confs = {name: spark.conf.get(name, None) for name in _FROZEN_CONFS}
     saved = _with_logged_partitions(store, checkpoint, read_steps(store, checkpoint))
-    frame, steps, kept = replanned(frame, saved, steps)
+    frame, steps, kept = replanned(frame, saved, steps, step_descriptions)
     note = partitions_note(checkpoint, saved, confs[PARTITIONS_CONF])
     if note:
         confs[PARTITIONS_CONF] = saved["confs"][PARTITIONS_CONF]  # type: ignore[index]

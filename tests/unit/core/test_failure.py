@@ -140,11 +140,19 @@ def test_a_ctrl_c_inside_a_spark_call_is_one_line_and_any_other_is_python_s():
 
     assert interrupted_line(_trace_of(plain)[1]) is None  # no Spark frame: Python's traceback
 
-    def cleanup_fails():  # py4j's clean-up call after the interrupt breaks the connection
-        try:
-            namespace["send_command"]()
-        except KeyboardInterrupt:
-            raise ConnectionError("Answer from Java side is empty")
+    class Py4JNetworkError(Exception):
+        """Stands in for py4j's (the hook looks at the module)."""
 
-    assert _interrupted(_trace_of(cleanup_fails)[0])
+    Py4JNetworkError.__module__ = "py4j.protocol"
+
+    def cleanup_fails(kind):  # py4j's clean-up call after the interrupt breaks the connection
+        def run():
+            try:
+                namespace["send_command"]()
+            except KeyboardInterrupt:
+                raise kind("Answer from Java side is empty")
+        return run
+
+    assert _interrupted(_trace_of(cleanup_fails(Py4JNetworkError))[0])
+    assert not _interrupted(_trace_of(cleanup_fails(ConfigError))[0])  # its own report
     assert not _interrupted(ValueError("no"))

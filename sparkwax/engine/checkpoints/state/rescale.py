@@ -20,7 +20,7 @@ not run moves to N+2. The file sink's log gets an entry for N+1; a
 Every stage is recorded in a journal (``<checkpoint>/sparkwax-rescale/``,
 one new file per stage, never rewritten) before it runs, so a rescale cut
 short (a kill -9) is finished or undone by the next sparkwax call on the
-checkpoint (``sw.start``, ``state`` commands, another rescale):
+checkpoint (``sw.start``, another rescale, ``state rescale --finish``):
 ``building`` (nothing in the checkpoint changed yet) and ``placing`` (state
 files moved in, not yet logged: moved back) leave the checkpoint as it was;
 ``logging`` (the state is in place) writes the logs again: rescaled.
