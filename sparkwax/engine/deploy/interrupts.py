@@ -8,7 +8,7 @@ traceback, and the exception chain prints up to six tracebacks (measured:
 six for a Ctrl-C during a ``collect()``). ``quiet_interrupts(spark)``
 (``sw.local_session`` calls it) replaces that handler, in the main thread
 and only while it is PySpark's, by one that cancels the jobs from another
-thread and raises ``KeyboardInterrupt`` alone, and drops py4j's log record
+thread and raises ``KeyboardInterrupt`` alone, and drops py4j's log records
 of it. ``sparkwax.failure``'s exception hook then prints one line naming
 the app's line (``SPARKWAX_VERBOSE=1`` shows the trace). Ctrl-C still
 stops the program where it is, as before; ``sw.start``'s queries keep their
@@ -26,12 +26,27 @@ PY4J_RECORD = "KeyboardInterrupt while sending command."
 _installed: Optional[logging.Filter] = None
 
 
+PY4J_LOGGERS = ("", "py4j", "py4j.clientserver", "py4j.java_gateway")  # "": the root
+
+
 class _DropPy4jInterrupt(logging.Filter):
-    """Drops py4j's root-logger record of an interrupted call (the
-    ``KeyboardInterrupt`` itself still propagates)."""
+    """Drops py4j's records of an interrupted call: the root logger's
+    ``KeyboardInterrupt while sending command.`` and any record whose error
+    happened while a ``KeyboardInterrupt`` unwound (``Exception occurred
+    while shutting down connection``: a broken pipe, the JVM got the Ctrl-C
+    too). The ``KeyboardInterrupt`` itself still propagates."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != PY4J_RECORD
+        if record.getMessage() == PY4J_RECORD:
+            return False
+        error = record.exc_info[1] if record.exc_info else None
+        for _ in range(5):
+            if error is None:
+                return True
+            if isinstance(error, KeyboardInterrupt):
+                return False
+            error = error.__context__
+        return True
 
 
 def is_pyspark_handler(handler: Any) -> bool:
@@ -59,7 +74,8 @@ def quiet_interrupts(spark: Any) -> bool:
     signal.signal(signal.SIGINT, on_interrupt)
     if _installed is None:
         _installed = _DropPy4jInterrupt()
-        logging.getLogger().addFilter(_installed)
+        for name in PY4J_LOGGERS:  # a logger's filter sees only its own records
+            logging.getLogger(name).addFilter(_installed)
     return True
 
 
@@ -70,4 +86,4 @@ def _cancel_jobs(context: Any) -> None:
         pass
 
 
-__all__ = ["PY4J_RECORD", "is_pyspark_handler", "quiet_interrupts"]
+__all__ = ["PY4J_LOGGERS", "PY4J_RECORD", "is_pyspark_handler", "quiet_interrupts"]
