@@ -147,22 +147,24 @@ def install_hook() -> None:
 _NOT_THE_APP = (f"{os.sep}sparkwax{os.sep}", "pyspark", "py4j", "<frozen")
 
 
+def unwinding_interrupt(error: Optional[BaseException]) -> bool:
+    """Whether ``error`` is a ``KeyboardInterrupt`` or was raised while one
+    unwound (its ``__context__`` chain, five links deep)."""
+    for _ in range(6):
+        if error is None:
+            return False
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
+
+
 def _interrupted(error: BaseException) -> bool:
     """A ``KeyboardInterrupt``, or py4j's error raised while one unwound (its
     clean-up call after an interrupted call fails on the broken connection);
     any other error keeps its own report."""
-    if isinstance(error, KeyboardInterrupt):
-        return True
-    if not type(error).__module__.startswith("py4j"):
-        return False
-    current = error.__context__
-    for _ in range(5):
-        if current is None:
-            return False
-        if isinstance(current, KeyboardInterrupt):
-            return True
-        current = current.__context__
-    return False
+    return isinstance(error, KeyboardInterrupt) or (
+        type(error).__module__.startswith("py4j") and unwinding_interrupt(error.__context__))
 
 
 def interrupted_line(trace: Optional[TracebackType]) -> Optional[str]:

@@ -160,6 +160,14 @@ class HadoopStorage:
     def write_text(self, path: str, text: str) -> None:
         """Write one file (replacing it): to a hidden temporary file, then renamed."""
         fs, hadoop_path = self._fs(path)
+        staging = self._staged(fs, hadoop_path, text)
+        if fs.exists(hadoop_path):
+            fs.delete(hadoop_path, True)
+        if not fs.rename(staging, hadoop_path):
+            raise ConfigError(f"cannot write {path!r}: renaming {staging.toString()} failed")
+
+    def _staged(self, fs: Any, hadoop_path: Any, text: str) -> Any:
+        """``text`` written to a hidden temporary file beside ``hadoop_path``."""
         staging = self._path(
             hadoop_path.getParent(), f".{hadoop_path.getName()}.{int(wall_clock.time() * 1e6)}.tmp")
         stream = fs.create(staging, True)
@@ -167,10 +175,7 @@ class HadoopStorage:
             stream.write(bytearray(text.encode("utf-8")))
         finally:
             stream.close()
-        if fs.exists(hadoop_path):
-            fs.delete(hadoop_path, True)
-        if not fs.rename(staging, hadoop_path):
-            raise ConfigError(f"cannot write {path!r}: renaming {staging.toString()} failed")
+        return staging
 
     def replace_text(self, path: str, text: str) -> None:
         """Write one file so that a reader finds the old text or the new one,
@@ -179,13 +184,7 @@ class HadoopStorage:
         disks; on object stores a copy over the old object). Where that
         rename is refused, ``write_text``."""
         fs, hadoop_path = self._fs(path)
-        staging = self._path(
-            hadoop_path.getParent(), f".{hadoop_path.getName()}.{int(wall_clock.time() * 1e6)}.tmp")
-        stream = fs.create(staging, True)
-        try:
-            stream.write(bytearray(text.encode("utf-8")))
-        finally:
-            stream.close()
+        staging = self._staged(fs, hadoop_path, text)
         hadoop_fs = self._jvm.org.apache.hadoop.fs
         try:
             context = hadoop_fs.FileContext.getFileContext(hadoop_path.toUri(), self._conf)

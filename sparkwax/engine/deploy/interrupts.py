@@ -22,6 +22,8 @@ import signal
 import threading
 from typing import Any, Optional
 
+from ...failure import unwinding_interrupt
+
 PY4J_RECORD = "KeyboardInterrupt while sending command."
 _installed: Optional[logging.Filter] = None
 
@@ -39,14 +41,7 @@ class _DropPy4jInterrupt(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.getMessage() == PY4J_RECORD:
             return False
-        error = record.exc_info[1] if record.exc_info else None
-        for _ in range(5):
-            if error is None:
-                return True
-            if isinstance(error, KeyboardInterrupt):
-                return False
-            error = error.__context__
-        return True
+        return not unwinding_interrupt(record.exc_info[1] if record.exc_info else None)
 
 
 def is_pyspark_handler(handler: Any) -> bool:
