@@ -30,9 +30,30 @@ STEPS_FILE = "sparkwax-steps.json"
 LOGS = ("offsets", "commits")
 SNAPSHOT_KINDS = ("snapshot", "zip")   # a whole version (HDFS-backed, RocksDB)
 CHANGE_KINDS = ("delta", "changelog")  # the changes of one version
+_BUCKETS = re.compile(r"\bbuckets=(\d+)")  # in a step's recorded state layout
 _STATE_NAME = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|changelog|zip)$")
 _LZ4_MAGIC = b"LZ4Block"
 _LZ4_HEADER = len(_LZ4_MAGIC) + 1 + 4 + 4 + 4
+
+
+def recorded_buckets(state: Any) -> Optional[int]:
+    """The bucket count in a step's recorded state layout (``"state"`` in
+    the steps file), None for a per-key step.
+
+    >>> recorded_buckets("packed/1 buckets=20 ttl"), recorded_buckets("per_key/1")
+    (20, None)
+    """
+    found = _BUCKETS.search(str(state or ""))
+    return int(found.group(1)) if found else None
+
+
+def with_buckets(state: str, buckets: int) -> str:
+    """A recorded state layout with another bucket count.
+
+    >>> with_buckets("packed/1 buckets=8 two-clock", 20)
+    'packed/1 buckets=20 two-clock'
+    """
+    return _BUCKETS.sub(f"buckets={buckets}", state)
 
 
 def ways_out(checkpoint: str) -> str:
@@ -346,6 +367,6 @@ def _state_key_of(desc: Dict[str, Any]) -> List[str]:
 
 __all__ = ["CHANGE_KINDS", "LOGS", "SNAPSHOT_KINDS", "STEPS_FILE", "key_fields_of_schema_file",
            "load_chains", "log_message", "log_problem", "lz4_framing_problem",
-           "metadata_problem", "records_problem", "short_path", "state_file_name",
-           "state_message", "step_of_operator", "steps_file_message", "steps_problem",
-           "ways_out", "zip_problem"]
+           "metadata_problem", "records_problem", "recorded_buckets", "short_path",
+           "state_file_name", "state_message", "step_of_operator", "steps_file_message",
+           "steps_problem", "ways_out", "with_buckets", "zip_problem"]

@@ -16,27 +16,21 @@ with the recorded count: ``sw.stateful`` remembers how (``remember``), and
 (``.where``, ``.select``), or one whose ``buckets=`` was given, cannot be
 planned again: its restart is refused with the count to pass.
 
->>> recorded_buckets("packed/1 buckets=20 ttl"), recorded_buckets("per_key/1")
-(20, None)
+>>> partitions_note("ck/", {"confs": {PARTITIONS_CONF: "5"}}, "2")[:62]
+"sparkwax: ck/: runs on the checkpoint's 5 state partitions, no"
 """
 
 from __future__ import annotations
 
-import re
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ...checkpoint_format.files import recorded_buckets
 
 Replan = Callable[[int], Any]  # buckets -> the step's frame planned with them
 
 _REPLANS: "weakref.WeakKeyDictionary[Any, Tuple[str, Replan]]" = weakref.WeakKeyDictionary()
-_BUCKETS = re.compile(r"\bbuckets=(\d+)")
 PARTITIONS_CONF = "spark.sql.shuffle.partitions"
-
-
-def recorded_buckets(state: Optional[str]) -> Optional[int]:
-    """The bucket count of a step's recorded state layout (None: per key)."""
-    found = _BUCKETS.search(state or "")
-    return int(found.group(1)) if found else None
 
 
 def remember(frame: Any, step_id: str, replan: Replan) -> Any:
@@ -85,4 +79,4 @@ def partitions_note(checkpoint: str, saved: Optional[Dict[str, Any]],
             f"rescale {checkpoint} --partitions N`")
 
 
-__all__ = ["PARTITIONS_CONF", "partitions_note", "recorded_buckets", "remember", "replanned"]
+__all__ = ["PARTITIONS_CONF", "partitions_note", "remember", "replanned"]

@@ -18,7 +18,6 @@ only those counts come back to the driver.
 
 from __future__ import annotations
 
-import re
 import time as wall_clock
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
@@ -29,7 +28,7 @@ from pyspark.sql import functions as F
 from ...._driver import Driver
 from ....errors import short_repr
 from ....logic import Builder
-from ....checkpoint_format.files import STEPS_FILE
+from ....checkpoint_format.files import STEPS_FILE, recorded_buckets
 from ....errors import CheckpointError
 from ....step import Host, Step
 from ....timers import EventTime, ProcessingTime, TimeMode
@@ -41,7 +40,6 @@ from .frame import checked_request, flat_state, recorded_step
 from .rows import Layout, entries
 
 _SCHEMA = "key string, error_class string, message string"
-_BUCKETS = re.compile(r"buckets=(\d+)")
 
 
 class Failure(NamedTuple):
@@ -185,9 +183,9 @@ def recorded_host(state: Any) -> Tuple[Host, Optional[int]]:
     >>> recorded_host("packed/1 buckets=8 two-clock"), recorded_host("per_key/1 ttl")
     (('packed', 8), ('per_key', None))
     """
-    found = _BUCKETS.search(str(state or ""))
-    if str(state or "").startswith("packed/") and found:
-        return "packed", int(found.group(1))
+    buckets = recorded_buckets(state)
+    if str(state or "").startswith("packed/") and buckets is not None:
+        return "packed", buckets
     return "per_key", None
 
 

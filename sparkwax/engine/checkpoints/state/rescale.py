@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ....checkpoint_format.logs import parse_commit
-from ....checkpoint_format.files import STEPS_FILE, state_file_name
+from ....checkpoint_format.files import (STEPS_FILE, recorded_buckets, state_file_name,
+                                        with_buckets)
 from ....errors import CheckpointError, RescaleError
 from ....checkpoint_format.paths import join_path
 from ..snapshots import active_session, newest_log_ms, require_checkpoint
@@ -51,7 +52,6 @@ from .reshard import StateLayout, state_rows, write_state
 
 FOLDER = "sparkwax-rescale"
 KILL_AT_ENV = "SPARKWAX_RESCALE_KILL_AT"
-_BUCKETS = re.compile(r"buckets=(\d+)")
 _ROCKSDB = "RocksDBStateStoreProvider"
 _CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
@@ -226,10 +226,10 @@ def _bucket_plan(spark: Any, store: Any, checkpoint: str, step: Dict[str, Any],
     started without ``sw.start``), the line saying they were derived from
     the state (``derive``). New buckets: ``buckets``, else 4 x the new
     partitions when the step used the default (4 x the old), else the old."""
-    recorded = _BUCKETS.search(str(step.get("state", "")))
+    recorded = recorded_buckets(step.get("state"))
     derived = None
-    if recorded:
-        old, key_ddl = int(recorded.group(1)), step.get("key")
+    if recorded is not None:
+        old, key_ddl = recorded, step.get("key")
     elif StateLayout.parse(store.read_bytes(_schema_file(checkpoint)) or b"").packed:
         old, key_ddl, derived = _derived_counts(spark, checkpoint, committed, partitions[0])
     elif buckets is not None:
@@ -321,7 +321,7 @@ def _steps_file(store: Any, checkpoint: str, partitions: int, buckets: Optional[
     steps.setdefault("confs", {})[batch_logs.PARTITIONS_CONF] = str(partitions)
     for step in steps.get("steps", {}).values():
         if buckets is not None and "state" in step:
-            step["state"] = _BUCKETS.sub(f"buckets={buckets}", step["state"])
+            step["state"] = with_buckets(step["state"], buckets)
     store.write_text(join_path(checkpoint, STEPS_FILE), json.dumps(steps, indent=2,
                                                                    sort_keys=True))
 
