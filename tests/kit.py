@@ -88,6 +88,20 @@ class Fussy(sw.StatefulLogic):
         return self.n
 
 
+class Count(sw.StatefulLogic):
+    """Counts a key's items; emits the count after each."""
+
+    def __init__(self, resume=None):
+        self.n = resume or 0
+
+    def on_item(self, value):
+        self.n += 1
+        return [self.n], sw.RETAIN
+
+    def snapshot(self):
+        return self.n
+
+
 # --- results ------------------------------------------------------------------------------
 
 

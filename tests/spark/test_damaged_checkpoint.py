@@ -28,7 +28,7 @@ from sparkwax.engine.deploy.session import STATE_STORES
 
 from spark_confs import confs
 
-from kit import each_spark_host, state_cli
+from kit import Count, each_spark_host, state_cli
 
 KEYS = "abcdef"
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass": STATE_STORES["rocksdb"],
@@ -41,18 +41,6 @@ SNAPSHOTTING = {"spark.sql.streaming.stateStore.minDeltasForSnapshot": "1",
                 # RocksDB's may wait for minutes on an upload of a query that stopped
                 "spark.sql.streaming.stateStore.maintenanceShutdownTimeout": "2s",
                 "spark.sql.streaming.stateStore.maintenanceForceShutdownTimeout": "2s"}
-
-
-class Count(sw.StatefulLogic):
-    def __init__(self, resume=None):
-        self.n = resume or 0
-
-    def on_item(self, value):
-        self.n += 1
-        return [self.n], sw.RETAIN
-
-    def snapshot(self):
-        return self.n
 
 
 def restart_maintenance(spark):

@@ -11,21 +11,9 @@ from sparkwax.testing import Batch
 from sparkwax.testing.spark import run_script_on_spark
 
 import kit
-from kit import item, state_cli
+from kit import Count, item, state_cli
 
 INPUT = "key string, ts timestamp, value long"
-
-
-class Count(sw.StatefulLogic):
-    def __init__(self, resume=None):
-        self.n = resume or 0
-
-    def on_item(self, value):
-        self.n += 1
-        return [self.n], sw.RETAIN
-
-    def snapshot(self):
-        return self.n
 
 
 @pytest.fixture(scope="module")
