@@ -14,10 +14,23 @@ $(STAMP): $(PY) setup.cfg pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
+# The older Spark lines the compatibility tier runs on (the newest, 4.3, runs
+# everything in .venv); docs/testing.md, "Other Spark lines".
+OLDER_LINES ?= 3.5 4.0 4.1 4.2
+
 # Spark Connect tests run in a second pytest process (tests/conftest.py says why).
+# Then the compatibility tier on each older line, each in its own venv under
+# .compat/ (built once; pip's cache makes a rebuild fast). Every part runs
+# even when one fails; make fails if any did.
 test: $(STAMP)
-	$(PY) -m pytest
-	SPARKWAX_CONNECT_TESTS=1 $(PY) -m pytest tests/connect
+	@status=0; \
+	$(PY) -m pytest || status=1; \
+	SPARKWAX_CONNECT_TESTS=1 $(PY) -m pytest tests/connect || status=1; \
+	for line in $(OLDER_LINES); do \
+		echo "== compatibility tier: PySpark $$line"; \
+		bash tests/compat/run.sh $$line || status=1; \
+	done; \
+	exit $$status
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not spark and not slow"
@@ -37,12 +50,12 @@ mutate: $(STAMP)
 	$(VENV)/bin/mutmut run --max-children $(or $(JOBS),2)
 	$(VENV)/bin/mutmut results
 
-# The tier of Spark tests under another PySpark line (LINE=3.5, 4.0, 4.1, 4.2 or 4.3),
-# in a venv of its own under /tmp/compat/LINE; not part of `make test`
-# (docs/testing.md, "Other Spark lines"). ARGS: extra pytest arguments.
+# The compatibility tier under one PySpark line (LINE=3.5, 4.0, 4.1, 4.2 or 4.3),
+# in a venv of its own under .compat/LINE (docs/testing.md, "Other Spark lines").
+# ARGS: extra pytest arguments.
 compat:
 	@test -n "$(LINE)" || { echo "usage: make compat LINE=3.5 [ARGS='-k packed']"; exit 2; }
 	bash tests/compat/run.sh $(LINE) $(ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis mutants
+	rm -rf $(VENV) .compat build *.egg-info .pytest_cache .hypothesis mutants

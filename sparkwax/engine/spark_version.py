@@ -50,6 +50,8 @@ SINCE: Dict[str, Version] = {
     "state_change_feed": (4, 0, 0),
     # transformWithStateInPandas (sparkwax does not use it yet)
     "transform_with_state": (4, 0, 0),
+    # StreamExecution.getLatestExecutionContext (before: currentBatchId), a JVM API
+    "execution_context": (4, 0, 0),
     # pyspark.sql.conversion.ArrowBatchTransformer, the packed host's pre-packing
     "arrow_batch_transformer": (4, 2, 0),
     # to_arrow_schema(..., timezone=)
@@ -64,6 +66,21 @@ BUGS: Dict[str, Tuple[Version, Version]] = {
     # that never touched spark.streams finds no StateStoreCoordinator
     # (RpcEndpointNotFoundException); touching spark.streams first registers it
     "state_coordinator_unregistered": ((4, 2, 0), (4, 2, 99)),
+}
+
+# Session confs whose defaults differ between lines, set by sw.local_session
+# to 4.x's defaults so a program writes the same files on every line. 3.5
+# refuses Parquet timestamps before 1900 by default
+# (INCONSISTENT_BEHAVIOR_CROSS_VERSION.WRITE_ANCIENT_DATETIME, default
+# EXCEPTION); 4.0 made CORRECTED (proleptic Gregorian, as Python's datetime)
+# the default.
+ALIKE_CONFS: Dict[str, str] = {
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+    "spark.sql.avro.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.avro.datetimeRebaseModeInRead": "CORRECTED",
 }
 
 _CACHE: Dict[int, Tuple[Any, Version]] = {}
@@ -180,6 +197,22 @@ def arrow_batch_transformer() -> Any:
     return ArrowBatchTransformer
 
 
+def running_batch_id(execution: Any) -> int:
+    """The id of the micro-batch a JVM ``StreamExecution`` runs (or ran
+    last). 4.0 moved it into the execution context
+    (``getLatestExecutionContext().batchId()``); 3.5 keeps it in
+    ``currentBatchId``. The form of the client's line is tried first (on a
+    classic session the JVM's line), the other after it."""
+    forms = [lambda: execution.getLatestExecutionContext().batchId(),
+             lambda: execution.currentBatchId()]
+    if not has(client_version(), "execution_context"):
+        forms.reverse()
+    try:
+        return int(forms[0]())
+    except Exception:  # py4j: no such method on this JVM
+        return int(forms[1]())
+
+
 def progress_offset(value: Any) -> Any:
     """A source offset of a progress report as a comparable value: Spark 4.2+
     reports JSON text (``'{"logOffset": 0}'``), 4.0/4.1 Python repr text
@@ -246,8 +279,8 @@ def coordinator_message(spark: Any, feature: str) -> str:
             "run the state tools from a session that has run a streaming query")
 
 
-__all__ = ["BUGS", "SINCE", "SUPPORTED", "Version", "arrow_batch_transformer", "client_version",
+__all__ = ["ALIKE_CONFS", "BUGS", "SINCE", "SUPPORTED", "Version", "arrow_batch_transformer", "client_version",
            "coordinator_bug", "coordinator_message", "from_ddl", "has", "has_arrow_batch_transformer",
            "has_bug", "has_from_ddl", "has_statestore_reader", "has_transform_with_state", "line",
-           "parse_version", "progress_offset", "progress_offsets_format", "session_version",
+           "parse_version", "progress_offset", "progress_offsets_format", "running_batch_id", "session_version",
            "statestore_reader", "supported", "to_arrow_schema", "touch_streams"]

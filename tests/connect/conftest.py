@@ -1,6 +1,8 @@
 """A real Spark Connect server for the tests in this folder, and a client session.
 
-The server is the pip package's ``sbin/start-connect-server.sh`` (master
+The server is the pip package's ``sbin/start-connect-server.sh`` (4.3; 4.0
+to 4.2 ship the server's jar without the script: ``spark-submit --class``
+of the class the script starts; 3.5 ships neither, so the tests skip) (master
 local[2], loopback only, a free port), run in the foreground in its own
 process group and stopped by that id. Its Python workers run an interpreter
 that has pandas, pyarrow and pyspark but not sparkwax (``-S``: no site hooks,
@@ -67,6 +69,17 @@ def connect_url(tmp_path_factory):
                            cwd=folder, capture_output=True, text=True)
     assert "No module named 'sparkwax'" in check.stderr, check.stderr
     spark_home = Path(pyspark.__file__).parent
+    script = spark_home / "sbin" / "start-connect-server.sh"
+    if script.exists():  # 4.3's pip package
+        command = [str(script)]
+    elif list((spark_home / "jars").glob("spark-connect_*.jar")):  # 4.0 to 4.2: the jar only
+        command = [str(spark_home / "bin" / "spark-submit"), "--class",
+                   "org.apache.spark.sql.connect.service.SparkConnectServer",
+                   "--name", "Spark Connect server"]
+    else:  # pyspark 3.5's pip package: the server jar is on Maven only
+        pytest.skip(f"pyspark {pyspark.__version__}'s pip package has no Spark Connect server "
+                    "(3.5: start-connect-server.sh --packages org.apache.spark:spark-connect_2.12 "
+                    "fetches it from Maven; docs/deploy.md, \"Spark versions\")")
     port = free_port()
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("PYSPARK_", "SPARK_")) and name != "PYTHONPATH"}
@@ -75,7 +88,7 @@ def connect_url(tmp_path_factory):
                PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}")
     log = open(folder / "server.log", "w")
     server = subprocess.Popen(
-        [str(spark_home / "sbin" / "start-connect-server.sh"), "--master", "local[2]",
+        [*command, "--master", "local[2]",
          "--conf", f"spark.connect.grpc.binding.port={port}",
          "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
          "--conf", "spark.ui.enabled=false",

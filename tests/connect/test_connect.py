@@ -54,6 +54,7 @@ def test_without_shipping_the_server_cannot_import_sparkwax(remote, connect_url)
         bare.stop()
 
 
+@pytest.mark.lines
 @each_spark_host_with_buckets
 def test_streaming_with_a_restart_matches_offline(remote, tmp_path, host, buckets):
     online = run_script_on_spark(remote, Accumulator, SCRIPT, input_schema=INPUT,
@@ -83,6 +84,7 @@ def test_differential_with_a_restart(remote, tmp_path_factory, host, buckets, sc
     assert per_key(online) == per_key(run(Accumulator, script, time=TIME))
 
 
+@pytest.mark.lines
 @each_spark_host_with_buckets
 def test_bounded_matches_offline(remote, host, buckets):
     items = [item for step in SCRIPT if hasattr(step, "items") for item in step.items]
@@ -92,6 +94,7 @@ def test_bounded_matches_offline(remote, host, buckets):
     assert _rows_by_key(online) == per_key(run_bounded(Accumulator, items, time=TIME))
 
 
+@pytest.mark.lines
 def test_start_finish_show_and_clear_over_connect(remote, connect_url, tmp_path, capsys):
     online = run_script_on_spark(remote, Accumulator, SCRIPT, input_schema=INPUT,
                                  output_schema=OUTPUT, time=TIME, workdir=str(tmp_path / "run"))

@@ -17,6 +17,9 @@ from cross_host import (BAD_EMITS, BAD_TIMES, CASES, GOOD_EMITS, GOOD_ITEMS,
                         GOOD_SCHEMA, INPUT, STREAMED, Emits, LockedAtEof, Tags,
                         TimerOutsideSnapshot, builder_holding_a_lock, normalized_rows, row)
 
+pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
+
+
 cloudpickle.register_pickle_by_value(cross_host)   # workers cannot import tests/
 
 BY_NAME = pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
@@ -117,7 +120,13 @@ def test_state_show_key_is_typed_on_both_hosts(spark, tmp_path, host, buckets):
     # packed compared str() values, per-key typed ones: "07" found key 7 on one host only
     from sparkwax.engine.checkpoints.snapshots import read_entries
 
+    from sparkwax.engine.spark_version import has_statestore_reader
+
     checkpoint = _int_keyed_checkpoint(spark, tmp_path, host, buckets)
+    if not has_statestore_reader(spark):  # 3.5: the named refusal (docs/deploy.md)
+        with pytest.raises(sw.ConfigError, match=r"needs Spark 4\.0 or newer"):
+            read_entries(spark, checkpoint, key="7")
+        return
     for wanted in ("7", "07", 7):
         assert [e.key for e in read_entries(spark, checkpoint, key=wanted)] == [7], wanted
     assert read_entries(spark, checkpoint, key="9") == []
@@ -130,8 +139,8 @@ def test_finish_warns_of_lost_state_on_both_hosts(spark, tmp_path, host, buckets
 
     from sparkwax._driver import Driver
     from sparkwax.engine.checkpoints.finish import FinishHost, finish_packed
+    from sparkwax.engine.spark_version import from_ddl
     from sparkwax.step import Step
-    from pyspark.sql import types as T
 
     time = sw.EventTime("ts")
     step = Step.of(TimerOutsideSnapshot, step_id="lost", time=time)
@@ -150,12 +159,12 @@ def test_finish_warns_of_lost_state_on_both_hosts(spark, tmp_path, host, buckets
                 [(((blob, 1),), 0)],
                 "value struct<groupState: struct<keys: binary, buckets: long>>, "
                 "partition_id int")
-            finish_packed(spark, "/unused", frame, driver, T.StructType.fromDDL("n long"),
+            finish_packed(spark, "/unused", frame, driver, from_ddl("n long"),
                            0, "key string", "lost")
         else:
             from sparkwax.engine.hosts.outputs import OutputBuilder
 
-            ends = FinishHost(driver, OutputBuilder(["key"], T.StructType.fromDDL("n long"),
+            ends = FinishHost(driver, OutputBuilder(["key"], from_ddl("n long"),
                                                     "lost"), ["key"], 0)
             part = pd.DataFrame({"key": ["a"], "__sw_snapshot": [first.state],
                                  "__sw_timer": [first.timer]})

@@ -29,9 +29,12 @@ from sparkwax.testing.reference import Accumulator
 
 from kit import REPO, T0 as BASE, commits, stop_group
 
+pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
+
 APP = REPO / "examples" / "recovery_app.py"
 FILES = 10
-KILLS = 5
+# the compatibility tier (tests/compat/run.sh, one run per older Spark line) kills twice
+KILLS = 2 if os.environ.get("SPARKWAX_COMPAT_LINE") else 5
 TIME = __import__("sparkwax").EventTime("ts", watermark="2 minutes")
 
 

@@ -26,6 +26,7 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.engine.checkpoints.snapshots import read_entries
+from sparkwax.engine.spark_version import has_statestore_reader
 from sparkwax.errors import RescaleError
 from sparkwax.engine.checkpoints.state.rescale import (FOLDER, KILL_AT_ENV,
                                            finish_interrupted, rescale)
@@ -145,14 +146,55 @@ def test_grow_from_laptop_to_cluster(spark, tmp_path, host):
         key: snapshot[0] for key, snapshot in offline.snapshots.items()}
 
 
-def _checkpoint_with_two_batches(spark, tmp: Path, host: str, batches):
+def _checkpoint_with_two_batches(spark, tmp: Path, host: str, batches, read: bool = True):
     for number in (0, 1):
         _write(tmp / "in", number, batches[number])
     query = sw.start(growing_app.build(spark, str(tmp / "in"), host),
                      checkpoint=str(tmp / "ck"), path=str(tmp / "out"),
                      trigger={"availableNow": True})
     query.awaitTermination()
+    if not read:
+        return None
     return {e.key: (e.snapshot, e.timer) for e in read_entries(spark, str(tmp / "ck"))}
+
+
+def _files(folder: Path):
+    return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+@pytest.mark.lines
+@pytest.mark.parametrize("host", ["per_key", "packed"])
+def test_without_a_state_reader_the_state_tools_refuse_by_name(spark, tmp_path, host):
+    """Spark 3.5 has no "statestore" reader: rescale, read_state, state show
+    (API and CLI) and finish are each the named ConfigError, before anything
+    is written; the query then restarts on the checkpoint and equals offline
+    (docs/deploy.md, "Spark versions")."""
+    if has_statestore_reader(spark):
+        pytest.skip("this Spark reads state (4.0+): the rescale tests above")
+    batches = _events()
+    _checkpoint_with_two_batches(spark, tmp_path, host, batches, read=False)
+    checkpoint, named = str(tmp_path / "ck"), r"needs Spark 4\.0 or newer"
+    files = _files(tmp_path / "ck")
+    for call in (lambda: rescale(checkpoint, 5, spark=spark, idle_seconds=0),
+                 lambda: sw.read_state(spark, checkpoint),
+                 lambda: read_entries(spark, checkpoint),
+                 lambda: sw.finish(checkpoint, builder=growing_app.Totals,
+                                   output_schema=growing_app.OUTPUT_SCHEMA,
+                                   time=growing_app.TIME)):
+        with pytest.raises(sw.ConfigError, match=named):
+            call()
+    shown = subprocess.run([*CLI, "state", "show", checkpoint], cwd=REPO, capture_output=True,
+                           text=True, timeout=600)
+    assert shown.returncode != 0 and re.search(named, shown.stderr), shown.stderr[-3000:]
+    assert "Traceback" not in shown.stderr, shown.stderr[-3000:]
+    assert _files(tmp_path / "ck") == files
+    for number in (2, 3):
+        _write(tmp_path / "in", number, batches[number])
+    query = sw.start(growing_app.build(spark, str(tmp_path / "in"), host),
+                     checkpoint=checkpoint, path=str(tmp_path / "out"),
+                     trigger={"availableNow": True})
+    query.awaitTermination()
+    assert _by_key(spark.read.parquet(str(tmp_path / "out")).collect()) == _offline(batches)
 
 
 def test_rescale_refuses_what_it_cannot_do_and_changes_nothing(spark, tmp_path):
@@ -182,12 +224,15 @@ def test_rescale_refuses_a_running_query(spark, tmp_path):
         query.stop()
 
 
+@pytest.mark.lines
 @pytest.mark.parametrize("host", ["per_key", "packed"])
 def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host, capsys):
     """In one session: the state read after the rescale is the state before
     it; the restarted query continues it exactly, on the checkpoint's 5
     partitions (and 20 buckets) although the session says 2 (and 8); a second
     rescale back down to 1 partition, then finish, equals offline."""
+    if not has_statestore_reader(spark):
+        pytest.skip("no statestore reader on this Spark (3.5): the refusal test below")
     batches = _events()
     before = _checkpoint_with_two_batches(spark, tmp_path, host, batches)
     checkpoint = str(tmp_path / "ck")

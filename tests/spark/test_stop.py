@@ -77,7 +77,8 @@ def _wait_for_commits(tmp: Path, process, count: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["SIGINT to the group", "SIGTERM to python"])
+@pytest.mark.parametrize("how", ["SIGINT to the group",  # the tier (docs/testing.md): SIGTERM
+                                 pytest.param("SIGTERM to python", marks=pytest.mark.lines)])
 def test_a_signal_stops_between_batches_and_a_restart_resumes(spark, tmp_path, how):
     files = _make_input(tmp_path / "in", random.Random(how))
     process = _start(tmp_path)

@@ -29,6 +29,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ...errors import ConfigError
+from ..spark_version import ALIKE_CONFS
 
 if TYPE_CHECKING:
     from ..hosts.prepack import Unpacker
@@ -107,6 +108,7 @@ def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         LOG_CONF: java_option(level),
+        **ALIKE_CONFS,  # 4.x's defaults on every line (spark_version)
     }
     if submitted is not None:  # spark-submit's --conf values win over the defaults above
         settings = {name: value for name, value in settings.items() if name not in submitted}

@@ -38,6 +38,8 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
+from ..spark_version import running_batch_id
+
 RUNNING = ("Processing new data", "No new data but cleaning up state")  # Spark's status
 GROUP, BATCH = "spark.jobGroup.id", "streaming.sql.batchId"  # a stream thread's job properties
 
@@ -112,7 +114,7 @@ def _running_job(query: Any, jvm: Any) -> bool:
     the stream thread gives its jobs."""
     run_id = str(query.runId)
     try:
-        batch = str(jvm.getLatestExecutionContext().batchId())
+        batch = str(running_batch_id(jvm))
         jobs = jvm.sparkSession().sparkContext().dagScheduler().activeJobs().toList()
         for index in range(jobs.size()):
             properties = jobs.apply(index).properties()
