@@ -36,6 +36,9 @@ fi
 "$PY" -c "import pyspark, pandas, pyarrow, numpy; print('compat tier: pyspark', pyspark.__version__, 'pandas', pandas.__version__, 'pyarrow', pyarrow.__version__, 'numpy', numpy.__version__)"
 cd "$HERE"
 export SPARKWAX_COMPAT_LINE="$LINE"
+# the newest line's venv, if built (make test builds it first): a 3.5 test reads its
+# checkpoint from there, as docs/deploy.md advises
+[ -x "$HERE/.venv/bin/python" ] && export SPARKWAX_NEWEST_PYTHON="$HERE/.venv/bin/python"
 status=0
 "$PY" -m pytest -q -p no:cacheprovider -m lines tests/spark tests/compat "$@" || status=$?
 SPARKWAX_CONNECT_TESTS=1 "$PY" -m pytest -q -p no:cacheprovider -m lines tests/connect "$@" \

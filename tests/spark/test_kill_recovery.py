@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from sparkwax.engine.checkpoints.snapshots import read_entries
+from sparkwax.engine.spark_version import has_statestore_reader
 from sparkwax.testing import Batch, Tick, run
 from sparkwax.testing.reference import Accumulator
 
@@ -33,8 +34,8 @@ pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing
 
 APP = REPO / "examples" / "recovery_app.py"
 FILES = 10
-# the compatibility tier (tests/compat/run.sh, one run per older Spark line) kills twice
-KILLS = 2 if os.environ.get("SPARKWAX_COMPAT_LINE") else 5
+# the compatibility tier (tests/compat/run.sh, one run per older Spark line) kills once
+KILLS = 1 if os.environ.get("SPARKWAX_COMPAT_LINE") else 5
 TIME = __import__("sparkwax").EventTime("ts", watermark="2 minutes")
 
 
@@ -166,8 +167,10 @@ def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, st
             offline = run(Accumulator, ran, time=TIME)
             outputs = _outputs(spark, _location(tmp_path, store, f"{name}/out"))
             assert outputs == Counter((key, *value) for key, value in offline.outputs), name
-            state = _state(spark, _location(tmp_path, store, f"{name}/ck"))
-            assert {k: v[0] for k, v in state.items()} == offline.snapshots, name
+            state = None  # 3.5 has no state reader: the outputs (running totals) carry it
+            if has_statestore_reader(spark):
+                state = _state(spark, _location(tmp_path, store, f"{name}/ck"))
+                assert {k: v[0] for k, v in state.items()} == offline.snapshots, name
             results[name] = (ran, outputs, state)
         if results["killed"][0] == results["calm"][0]:  # Spark cut the batches the same way
             assert results["killed"][1:] == results["calm"][1:], f"kills after {killed_after}"

@@ -31,6 +31,7 @@ SCRIPT = [Batch([at("a", 0), at("a", 1), at("b", 2)]),
           Batch([at("a", 10), at("b", 1), at("c", 100)])]
 
 
+@pytest.mark.lines
 @each_spark_host_with_buckets
 def test_progress_metrics_equal_the_offline_runners(spark, tmp_path, host, buckets):
     offline = run(SessionTracker, SCRIPT, time=TIME, step_id="sessions")

@@ -181,7 +181,8 @@ def test_the_coordinator_bug_is_named_as_sparks():
 # -- no version test and no private API of a line outside the module ---------
 
 HOME = "engine/spark_version.py"
-PRIVATE = {"fromDDL", "ArrowBatchTransformer", "to_arrow_schema", "_parse_datatype_string"}
+PRIVATE = {"fromDDL", "ArrowBatchTransformer", "to_arrow_schema", "_parse_datatype_string",
+           "getLatestExecutionContext", "currentBatchId"}
 SESSIONS = {"spark", "session", "sc", "sparkContext", "spark_session", "sparkSession"}
 
 
@@ -248,7 +249,8 @@ def test_the_grep_finds_what_it_forbids(tmp_path, monkeypatch):
         "new = spark.version >= '4.2'\n"
         "t = T.StructType.fromDDL('a int')\n"
         "r = spark.read.format('statestore')\n"
-        "v = version_tuple >= (4, 2)\n")
+        "v = version_tuple >= (4, 2)\n"
+        "b = jvm.getLatestExecutionContext().batchId()\n")
     monkeypatch.setattr(__import__(__name__), "PACKAGE", bad)
     flagged = {int(finding.split(":")[1]) for finding in outside_findings()}
-    assert flagged == set(range(2, 9))  # every line but the plain import
+    assert flagged == set(range(2, 10))  # every line but the plain import
