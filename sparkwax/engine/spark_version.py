@@ -52,6 +52,10 @@ SINCE: Dict[str, Version] = {
     "transform_with_state": (4, 0, 0),
     # StreamExecution.getLatestExecutionContext (before: currentBatchId), a JVM API
     "execution_context": (4, 0, 0),
+    # progress reports carry a no-data micro-batch's observed metrics (3.5
+    # reports them only for batches with new data: the per-step metrics of
+    # timers fired in a no-data batch are missing from its progress)
+    "no_data_batch_metrics": (4, 0, 0),
     # pyspark.sql.conversion.ArrowBatchTransformer, the packed host's pre-packing
     "arrow_batch_transformer": (4, 2, 0),
     # to_arrow_schema(..., timezone=)
@@ -151,6 +155,13 @@ def has_arrow_batch_transformer(spark: Any) -> bool:
     """Whether the Python workers of ``spark`` have ``ArrowBatchTransformer``
     (the packed host pre-packs rows before the shuffle only then)."""
     return has(session_version(spark), "arrow_batch_transformer")
+
+
+def has_no_data_batch_metrics(spark: Any) -> bool:
+    """Whether ``spark``'s progress reports give a no-data micro-batch's
+    per-step metrics (4.0+; on 3.5 the timers such a batch fires are not
+    counted in the progress)."""
+    return has(session_version(spark), "no_data_batch_metrics")
 
 
 def has_from_ddl() -> bool:
@@ -281,6 +292,6 @@ def coordinator_message(spark: Any, feature: str) -> str:
 
 __all__ = ["ALIKE_CONFS", "BUGS", "SINCE", "SUPPORTED", "Version", "arrow_batch_transformer", "client_version",
            "coordinator_bug", "coordinator_message", "from_ddl", "has", "has_arrow_batch_transformer",
-           "has_bug", "has_from_ddl", "has_statestore_reader", "has_transform_with_state", "line",
+           "has_bug", "has_from_ddl", "has_no_data_batch_metrics", "has_statestore_reader", "has_transform_with_state", "line",
            "parse_version", "progress_offset", "progress_offsets_format", "running_batch_id", "session_version",
            "statestore_reader", "supported", "to_arrow_schema", "touch_streams"]

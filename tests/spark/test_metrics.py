@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 
 import sparkwax as sw
+from sparkwax.engine.spark_version import has_no_data_batch_metrics
 from sparkwax.metrics import StepMetrics
 from sparkwax.engine.queries.progress import progress_line
 from sparkwax.testing import Batch, Crash, run
@@ -41,6 +42,14 @@ def test_progress_metrics_equal_the_offline_runners(spark, tmp_path, host, bucke
     expected = offline.metrics.deterministic()
     assert expected == {"rows_in": 9, "rows_late": 2, "timers_fired": 2, "keys_created": 3,
                         "keys_discarded": 2, "emits": 4, "processing_timers_fired": 0}
+    if not has_no_data_batch_metrics(spark):
+        # 3.5's progress has no metrics for a no-data batch: the timers a's and b's
+        # sessions close by (the watermark's batch) are not counted there; the rows are
+        counted = {"rows_in": 9, "rows_late": 2, "keys_created": 3}
+        assert {name: online.metrics.deterministic()[name] for name in counted} == counted
+        assert online.metrics.timers_fired < expected["timers_fired"]
+        assert sum(len(outs) for outs in online.by_key.values()) == expected["emits"]
+        return
     assert online.metrics.deterministic() == expected
     assert online.metrics.callback_us > 0
     # Per micro-batch the split may differ: whether Spark runs a no-data batch between

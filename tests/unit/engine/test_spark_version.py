@@ -19,19 +19,19 @@ from sparkwax.errors import ConfigError
 # What each line offers, as measured on PySpark 3.5.9, 4.0.5, 4.1.4, 4.2.1 and
 # 4.3.0 (docs/testing.md, "Other Spark lines").
 LINES: Dict[str, Dict[str, bool]] = {
-    "3.5.9": {"execution_context": False, "from_ddl": False, "statestore_reader": False, "state_change_feed": False,
+    "3.5.9": {"execution_context": False, "from_ddl": False, "no_data_batch_metrics": False, "statestore_reader": False, "state_change_feed": False,
               "transform_with_state": False, "arrow_batch_transformer": False,
               "to_arrow_schema_timezone": False, "json_progress_offsets": False},
-    "4.0.5": {"execution_context": True, "from_ddl": True, "statestore_reader": True, "state_change_feed": True,
+    "4.0.5": {"execution_context": True, "from_ddl": True, "no_data_batch_metrics": True, "statestore_reader": True, "state_change_feed": True,
               "transform_with_state": True, "arrow_batch_transformer": False,
               "to_arrow_schema_timezone": False, "json_progress_offsets": False},
-    "4.1.4": {"execution_context": True, "from_ddl": True, "statestore_reader": True, "state_change_feed": True,
+    "4.1.4": {"execution_context": True, "from_ddl": True, "no_data_batch_metrics": True, "statestore_reader": True, "state_change_feed": True,
               "transform_with_state": True, "arrow_batch_transformer": False,
               "to_arrow_schema_timezone": False, "json_progress_offsets": False},
-    "4.2.1": {"execution_context": True, "from_ddl": True, "statestore_reader": True, "state_change_feed": True,
+    "4.2.1": {"execution_context": True, "from_ddl": True, "no_data_batch_metrics": True, "statestore_reader": True, "state_change_feed": True,
               "transform_with_state": True, "arrow_batch_transformer": True,
               "to_arrow_schema_timezone": True, "json_progress_offsets": True},
-    "4.3.0": {"execution_context": True, "from_ddl": True, "statestore_reader": True, "state_change_feed": True,
+    "4.3.0": {"execution_context": True, "from_ddl": True, "no_data_batch_metrics": True, "statestore_reader": True, "state_change_feed": True,
               "transform_with_state": True, "arrow_batch_transformer": True,
               "to_arrow_schema_timezone": True, "json_progress_offsets": True},
 }

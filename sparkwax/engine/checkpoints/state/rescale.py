@@ -9,7 +9,10 @@ How (docs/deploy.md, "Growing"): ``reshard`` writes the state of the last
 committed batch N again, with a one-batch streaming query, in the new
 layout; its files are renamed into the checkpoint as state version N+2
 (``N+2.snapshot`` for the HDFS-backed store, ``N+2.zip`` with its SST files
-for RocksDB), beside the old partitions' files, which stay for time travel;
+for RocksDB), beside the old partitions' files, which stay for time travel
+(a rescale to fewer partitions also gives each partition it leaves an empty
+state at N+2: Spark 4.0 and 4.1's statestore reader reads every partition
+folder it finds, not the batch's partition count);
 then batch N+1 is written to the offset and commit logs as a batch that
 reads nothing, with the new partition count in its confs, which Spark
 applies at the restart (``batch_logs``). A batch the query had planned but
@@ -141,8 +144,17 @@ def _build_and_place(spark: Any, store: Any, checkpoint: str, plan: Dict[str, An
         confs[_CHANGELOG_CONF] = "false"  # a snapshot (zip) per partition, not a changelog
     built = write_state(spark, rows, layout, work, partitions=plan["partitions"][1],
                         confs=confs)
+    before, after = plan["partitions"]
+    retired = None
+    if after < before:  # the partitions left behind hold no state from N+2 on (Spark 4.0
+        # and 4.1's statestore reader reads every state/0/<n> folder it finds)
+        retired = write_state(spark, rows.limit(0), layout, join_path(work, "retired"),
+                              partitions=before, confs=confs)
     _crash_point("building")
     moves = _moves(store, built, checkpoint, plan["committed"] + 2)
+    if retired is not None:
+        moves += _moves(store, retired, checkpoint, plan["committed"] + 2,
+                        only=range(after, before))
     _record(store, checkpoint, 2, {**plan, "phase": "placing", "moves": moves})
     for source, target in moves:
         if store.exists(target):  # left by batch N+1 run but never committed: not state
@@ -256,13 +268,17 @@ def _derived_counts(spark: Any, checkpoint: str, committed: int, before: int
                           f"key columns {key_ddl!r} from the stored keys")
 
 
-def _moves(store: Any, built: str, checkpoint: str, version: int) -> List[Tuple[str, str]]:
+def _moves(store: Any, built: str, checkpoint: str, version: int,
+           only: Optional[range] = None) -> List[Tuple[str, str]]:
     """(new file, its place in the checkpoint) for every file of the built
-    state: version 1 becomes ``version`` (a delta becomes a snapshot)."""
+    state (of the partitions ``only``, default all): version 1 becomes
+    ``version`` (a delta becomes a snapshot)."""
     moves = []
     source_root = join_path(built, "state/0")
     for partition in store.list(source_root):
         if not partition.is_dir or not partition.name.isdigit():
+            continue
+        if only is not None and int(partition.name) not in only:
             continue
         target = join_path(join_path(checkpoint, "state/0"), partition.name)
         for entry in _files(store, partition.path):
