@@ -3,10 +3,11 @@ stopped query's state in another number of state partitions (and a packed
 step's keys in another number of buckets); see
 ``sparkwax.engine.checkpoints.state.rescale`` and docs/deploy.md, "Growing".
 
-It prints what it did and how to restart::
+It prints what it did and what a restart runs on::
 
     rescaled /data/ck: state partitions 2 -> 5, buckets 8 -> 20 (batch 2 holds the
-    rescaled state; restart the query with spark.sql.shuffle.partitions=5)
+    rescaled state; a restart runs on 5 state partitions, the checkpoint's,
+    whatever spark.sql.shuffle.partitions says)
 
 Exit codes: 0 rescaled (with ``--finish``: an interrupted rescale finished
 or undone, or none found: ``nothing to finish: no interrupted rescale in

@@ -76,8 +76,9 @@ class RescaleResult:
                 f"{self.partitions[1]}")
         if self.buckets:
             text += f", buckets {self.buckets[0]} -> {self.buckets[1]}"
-        text += (f" (batch {self.batch} holds the rescaled state; restart the query "
-                 f"with spark.sql.shuffle.partitions={self.partitions[1]})")
+        text += (f" (batch {self.batch} holds the rescaled state; a restart runs on "
+                 f"{self.partitions[1]} state partitions, the checkpoint's, whatever "
+                 "spark.sql.shuffle.partitions says)")
         return f"{text}\n{self.derived}" if self.derived else text
 
 
