@@ -3,12 +3,15 @@
 A Step is checked whenever one is made: ``Step(...)``, :meth:`Step.of`
 (defaults and conversions first) and every copy (:meth:`Step.but`) go
 through ``__post_init__``, so no Step holds a wrong time mode, a negative
-limit or a builder Spark cannot ship. Every entry point
-(``sparkwax.stateful``/``stateful_batch``/``connect``/``join``, ``finish``,
-``run``, ``run_bounded``, ``Runner``, ``check_logic``, ``replay``) takes a
-builder and the step options, or a Step itself (:func:`as_step`), and hands
-the Step to the driver (``sparkwax._driver.Driver``), which applies its
-``ttl``, state limit and sides itself. So every check runs on every host.
+limit or a builder Spark cannot ship: a wrong option is a ``ConfigError``
+naming the step and the option. The step options are declared once, as
+:class:`StepOptions` (docs/guide.md, "Step options", is their table). Every
+entry point (``sparkwax.stateful``/``stateful_batch``/``connect``/``join``,
+``finish``, ``run``, ``run_bounded``, ``Runner``, ``check_logic``,
+``replay``, ``check_state``) takes a builder and those options, or a Step
+itself (:func:`as_step`), and hands the Step to the driver
+(``sparkwax._driver.Driver``), which applies its ``ttl``, state limit and
+sides itself. So every check runs on every host.
 
 A step's default id is ``stateful:<builder name>`` on every entry point, so
 errors and metrics name the same step offline and on Spark.
@@ -25,14 +28,18 @@ sparkwax.errors.ConfigError: step 'stateful:Counter': time must be ProcessingTim
 Traceback (most recent call last):
 ...
 sparkwax.errors.ConfigError: step 'stateful:Counter': max_state_bytes must be a positive int (bytes), got -5
+>>> Step(builder=Counter, step_id="x", order_by=5)
+Traceback (most recent call last):
+...
+sparkwax.errors.ConfigError: step 'x': order_by must name fields, got 5 (a name, a list of names or, offline, a callable)
 """
 
 from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, replace
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Literal, Optional, Protocol, Sequence,
-                    Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Literal, Mapping, Optional,
+                    Protocol, Sequence, Tuple, TypedDict, Union)
 
 from .builders import Duration, OperatorBuilder
 from .errors import BuilderError, ConfigError
@@ -43,12 +50,19 @@ from .sides import Sides
 from .timers import EventTime, ProcessingTime, TimeMode
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing has it from 3.11; mypy always has this
+
     from .schema import StructType
 
 OrderBy = Union[Tuple[str, ...], Callable[[Any], Any]]
-"""``order_by``: field names (every host) or, offline only, a callable."""
+"""A Step's ``order_by``: field names (every host) or, offline only, a callable."""
+OrderBySpec = Union[None, str, Sequence[str], Callable[[Any], Any]]
+"""``order_by=`` as the entry points take it: a name, names, or a callable (offline)."""
 
 TtlSpec = Union[None, Duration, Ttl]
+"""``ttl=``: a duration (``"30 minutes"``, a timedelta) or a ``Ttl``."""
+SidesSpec = Union[None, Sides, Sequence[Any]]
+"""``sides=``: a connected step's side names (or a ``Sides``)."""
 DEADLINE_METHOD = "processing_notify_at"
 DEFAULT_KIND = "stateful"
 """A step's default id is ``stateful:<builder name>`` (:func:`default_step_id`)."""
@@ -66,6 +80,31 @@ class SparkStruct(Protocol):
 
 SchemaSpec = Union[str, "StructType", SparkStruct]
 """An output schema: DDL, a ``sparkwax.schema.StructType`` or a pyspark one."""
+
+
+class StepOptions(TypedDict, total=False):
+    """The step options, declared once: every entry point takes them as
+    keywords (``**options: Unpack[StepOptions]``) and :meth:`Step.of` turns
+    them into a Step, which checks them. None (or leaving one out) means the
+    default. Their table: docs/guide.md, "Step options"."""
+
+    step_id: Optional[str]
+    time: Optional[TimeMode]
+    batch: bool
+    order_by: OrderBySpec
+    value: Optional[str]
+    ttl: TtlSpec
+    max_state_bytes: Optional[int]
+    sides: SidesSpec
+    output_schema: Optional[SchemaSpec]
+
+
+OPTIONS: Tuple[str, ...] = tuple(StepOptions.__annotations__)
+"""The step options' names, in the table's order."""
+
+Restore = Literal["always", "on_crash"]
+"""``restore=`` of an offline run (``Runner``, ``run``, ``replay``)."""
+RESTORE_MODES: Tuple[Restore, ...] = ("always", "on_crash")
 
 
 @dataclass(frozen=True)
@@ -121,9 +160,11 @@ class Step:
                                   or limit < 1):
             raise ConfigError(f"step {name!r}: max_state_bytes must be a positive int "
                               f"(bytes), got {limit!r}")
-        if self.value is not None and not isinstance(self.value, str):
+        if self.value is not None and (not isinstance(self.value, str) or not self.value):
             raise ConfigError(f"step {name!r}: value must name one column, got {self.value!r}")
         schema = self.output_schema
+        if isinstance(schema, str) and not schema.strip():
+            raise ConfigError(f"step {name!r}: output_schema must not be empty")
         if schema is not None and not isinstance(schema, str) and not callable(
                 getattr(schema, "jsonValue", None)) and not callable(
                 getattr(schema, "json_value", None)):
@@ -136,9 +177,12 @@ class Step:
         if sides is None and isinstance(self.builder, OperatorBuilder):
             sides = self.builder.sides
         if sides is not None and not isinstance(sides, Sides):
+            if isinstance(sides, (str, bytes)) or not isinstance(sides, (list, tuple)):
+                raise ConfigError(f"step {name!r}: sides must be a list of side names, got "
+                                  f"{sides!r}")
             try:
                 sides = Sides(tuple(sides))
-            except (ConfigError, TypeError) as error:
+            except ConfigError as error:
                 raise ConfigError(f"step {name!r}: sides: {error}") from None
         found = uses_deadlines(self.builder)  # a class says; else keep what is known
         two_clocks = self.two_clocks if found is None else found
@@ -152,26 +196,34 @@ class Step:
             object.__setattr__(self, field_name, field_value)  # frozen: set once, here
 
     @classmethod
-    def of(cls, builder: Union[Builder, Any], *, step_id: Optional[str] = None,
-           time: Optional[TimeMode] = None, batch: bool = False,
-           order_by: Union[None, str, Sequence[str], Callable[[Any], Any]] = None,
-           ttl: TtlSpec = None, max_state_bytes: Optional[int] = None,
-           sides: Union[None, Sides, Sequence[Any]] = None, value: Optional[str] = None,
-           output_schema: Optional[SchemaSpec] = None) -> "Step":
-        """A Step from a builder and the step options, as the entry points
-        take them. ``builder`` is a :class:`~sparkwax.logic.Builder` (typed
-        ``Builder | Any``: anything else is refused, at run time, with an
-        error naming the step). ``step_id`` defaults to
-        :func:`default_step_id`; ``time`` to ``ProcessingTime()``."""
+    def of(cls, builder: Union[Builder, Any], **options: Unpack[StepOptions]) -> "Step":
+        """A Step from a builder and the step options (:class:`StepOptions`),
+        as the entry points take them. ``builder`` is a
+        :class:`~sparkwax.logic.Builder` (typed ``Builder | Any``: anything
+        else is refused, at run time, with an error naming the step).
+        ``step_id`` defaults to :func:`default_step_id`; ``time`` to
+        ``ProcessingTime()``; an unknown option is a ``ConfigError``.
+
+        >>> from sparkwax.testing.reference import Counter
+        >>> Step.of(Counter, oder_by="ts")
+        Traceback (most recent call last):
+        ...
+        sparkwax.errors.ConfigError: step 'stateful:Counter': no step option 'oder_by'; the options are step_id, time, batch, order_by, value, ttl, max_state_bytes, sides, output_schema
+        """
         if isinstance(builder, Step):
             raise ConfigError("Step.of takes a builder; it was given a Step")
-        return cls(builder=builder, step_id=step_id or default_step_id(builder),
-                   time=ProcessingTime() if time is None else time, batch=batch,
-                   order_by=order_by,  # type: ignore[arg-type]  # converted on construction
-                   ttl=ttl,  # type: ignore[arg-type]
-                   max_state_bytes=max_state_bytes,
-                   sides=sides,  # type: ignore[arg-type]
-                   value=value, output_schema=output_schema)
+        given: Mapping[str, Any] = options
+        step_id = given.get("step_id")
+        name = step_id if isinstance(step_id, str) and step_id else default_step_id(builder)
+        check_option_names(name, given)
+        time = given.get("time")
+        batch = given.get("batch")
+        fields: Dict[str, Any] = {field: given.get(field) for field in OPTIONS
+                  if field not in ("step_id", "time", "batch")}
+        return cls(builder=builder, step_id=name if step_id is None else step_id,
+                   time=ProcessingTime() if time is None else time,
+                   batch=False if batch is None else batch,
+                   **fields)  # the short forms are converted on construction
 
     def but(self, **changes: Any) -> "Step":
         """A copy with some fields changed, checked as a new Step is."""
@@ -220,31 +272,85 @@ class Step:
         return overrides_notify_at(type(sample))
 
 
-def as_step(builder: Union[Builder, Step, Any], *, batch: bool = False,
-            **options: Any) -> Step:
-    """What an entry point runs: ``builder`` itself if it is a Step (then
-    every step option must be left unset: the Step carries them; change one
-    with ``step.but(...)``), else ``Step.of(builder, batch=batch, **options)``.
+def as_step(builder: Union[Builder, Step, Any] = None, *, step: Optional[Step] = None,
+            **options: Unpack[StepOptions]) -> Step:
+    """What an entry point runs: a ready Step (``step``, or ``builder`` if it
+    is a Step: then every step option must be left unset, the Step carries
+    them; change one with ``step.but(...)``), else ``Step.of(builder,
+    **options)``. A ``batch`` given with a Step must be the Step's.
 
     >>> from sparkwax.testing.reference import Counter
     >>> step = Step.of(Counter, step_id="counts")
-    >>> as_step(step) is step
+    >>> as_step(step) is step and as_step(step=step) is step
     True
     >>> as_step(step, ttl="1 hour")
     Traceback (most recent call last):
     ...
     sparkwax.errors.ConfigError: step 'counts': a Step carries its options; got ttl too (use step.but(ttl=...))
+    >>> as_step(Counter, step=step)
+    Traceback (most recent call last):
+    ...
+    sparkwax.errors.ConfigError: step 'counts': give a builder or a Step (step=), not both
     """
+    if step is not None:
+        if not isinstance(step, Step):
+            raise ConfigError(f"step= must be a sparkwax.Step, got {step!r} (a builder goes "
+                              "in builder=)")
+        if builder is not None:
+            raise ConfigError(f"step {step.step_id!r}: give a builder or a Step (step=), "
+                              "not both")
+        builder = step
+    if builder is None:
+        raise ConfigError("give the step's builder (builder=) or a Step (step=)")
     if not isinstance(builder, Step):
-        return Step.of(builder, batch=batch, **options)
-    given = sorted(name for name, value in options.items() if value is not None)
-    if given:
+        return Step.of(builder, **options)
+    given: Mapping[str, Any] = options
+    check_option_names(builder.step_id, given)
+    loose = sorted(name for name, value in given.items()
+                   if value is not None and name != "batch")
+    if loose:
         raise ConfigError(f"step {builder.step_id!r}: a Step carries its options; got "
-                          f"{', '.join(given)} too (use step.but({given[0]}=...))")
-    if batch and not builder.batch:
-        raise ConfigError(f"step {builder.step_id!r} is a StatefulLogic step (batch=False); "
-                          "a StatefulBatchLogic step needs batch=True")
+                          f"{', '.join(loose)} too (use step.but({loose[0]}=...))")
+    batch = given.get("batch")
+    if batch is not None and batch != builder.batch:
+        kind = "StatefulBatchLogic" if builder.batch else "StatefulLogic"
+        raise ConfigError(f"step {builder.step_id!r} is a {kind} step (batch="
+                          f"{builder.batch}); batch={batch!r} was given (a "
+                          f"{'StatefulLogic' if builder.batch else 'StatefulBatchLogic'} step "
+                          f"needs batch={not builder.batch})")
     return builder
+
+
+def check_option_names(step_id: str, options: Mapping[str, Any]) -> None:
+    """Every name in ``options`` is a step option (:data:`OPTIONS`)."""
+    unknown = sorted(name for name in options if name not in OPTIONS)
+    if unknown:
+        raise ConfigError(f"step {step_id!r}: no step option {unknown[0]!r}; the options are "
+                          f"{', '.join(OPTIONS)}")
+
+
+def refuse_options(step_id: str, options: Mapping[str, Any], names: FrozenSet[str],
+                   why: str) -> None:
+    """An entry point that sets some options itself (``connect``: ``sides``;
+    ``join``: also ``output_schema``) refuses them when given."""
+    given = sorted(name for name in names if options.get(name) is not None)
+    if given:
+        raise ConfigError(f"step {step_id!r}: {given[0]}= is not taken here: {why}")
+
+
+def restore_mode(step_id: str, restore: Any) -> Restore:
+    """``restore=`` of an offline run, checked.
+
+    >>> restore_mode("x", "bogus")
+    Traceback (most recent call last):
+    ...
+    sparkwax.errors.ConfigError: step 'x': restore must be one of ('always', 'on_crash'), got 'bogus'
+    """
+    for mode in RESTORE_MODES:
+        if restore == mode and isinstance(restore, str):
+            return mode
+    raise ConfigError(f"step {step_id!r}: restore must be one of {RESTORE_MODES}, got "
+                      f"{restore!r}")
 
 
 def default_step_id(builder: Any) -> str:
@@ -338,9 +444,14 @@ def order_fields(order_by: Any, step_id: str) -> OrderBy:
     if callable(order_by):
         key: Callable[[Any], Any] = order_by
         return key
-    names = (order_by,) if isinstance(order_by, str) else tuple(order_by)
-    if not names or not all(isinstance(n, str) for n in names):
-        raise ConfigError(f"step {step_id!r}: order_by must name fields, got {order_by!r}")
+    names: Tuple[Any, ...] = ()
+    if isinstance(order_by, str):
+        names = (order_by,)
+    elif isinstance(order_by, (list, tuple)):
+        names = tuple(order_by)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(f"step {step_id!r}: order_by must name fields, got {order_by!r} (a "
+                          f"name, a list of names or, offline, a callable)")
     return names
 
 
@@ -366,6 +477,8 @@ def ttl_spec(ttl: TtlSpec, step_id: str, time: TimeMode, batch: bool,
     return spec
 
 
-__all__ = ["HOSTS", "Host", "OrderBy", "SchemaSpec", "SparkStruct", "Step", "as_step",
-           "builder_name", "check_builder", "check_deadlines", "default_step_id",
-           "logic_has_deadlines", "order_fields", "ttl_spec", "uses_deadlines"]
+__all__ = ["HOSTS", "Host", "OPTIONS", "OrderBy", "OrderBySpec", "RESTORE_MODES", "Restore",
+           "SchemaSpec", "SidesSpec", "SparkStruct", "Step", "StepOptions", "TtlSpec", "as_step",
+           "builder_name", "check_builder", "check_deadlines", "check_option_names",
+           "default_step_id", "logic_has_deadlines", "order_fields", "refuse_options",
+           "restore_mode", "ttl_spec", "uses_deadlines"]

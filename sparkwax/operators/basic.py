@@ -20,16 +20,21 @@ from ``None``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Tuple
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import OperatorBuilder, two_tuple
 
 Mapper = Callable[[Optional[Any], Any], Tuple[Optional[Any], Any]]
-_V = TypeVar("_V")  # a key's values
-_W = TypeVar("_W")  # what it emits
-_S = TypeVar("_S")  # its state
+if TYPE_CHECKING:  # PEP 696 defaults (typing has them from 3.13), for mypy --strict users
+    from typing_extensions import TypeVar
+else:
+    from ..logic import TypeVar  # typing.TypeVar, minus the default only checkers read
+
+_V = TypeVar("_V", default=Any)  # a key's values
+_W = TypeVar("_W", default=Any)  # what it emits
+_S = TypeVar("_S", default=Any)  # its state
 
 
 class StatefulFlatMapLogic(StatefulLogic[Any, Any, Any]):

@@ -19,15 +19,20 @@ form every accumulator had before; see ``_box``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Tuple
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ._base import FieldSpec, OperatorBuilder, field_getter, identity
 
 _NOTHING: Tuple[()] = ()
-_V = TypeVar("_V")  # a key's values
-_A = TypeVar("_A")  # an accumulator
+if TYPE_CHECKING:  # PEP 696 defaults (typing has them from 3.13), for mypy --strict users
+    from typing_extensions import TypeVar
+else:
+    from ..logic import TypeVar  # typing.TypeVar, minus the default only checkers read
+
+_V = TypeVar("_V", default=Any)  # a key's values
+_A = TypeVar("_A", default=Any)  # an accumulator
 _Emits = Tuple[Iterable[_A], bool]
 
 

@@ -34,15 +34,21 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional,
+                    Sequence, Tuple, Union)
 
 from .._driver import sorted_keys
 from ..checkpoint_format.logs import batch_label
 from ..errors import ConfigError, LogicError, short_repr
-from ..step import Step, as_step
+from ..builders import KeySpec
+from ..logic import Builder
+from ..step import Restore, Step, StepOptions, as_step, restore_mode
 from ..tables import format_table
 from ..timers import EventTime, from_epoch_ms
 from .runner import RunResult, Runner
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 Fields = List[Tuple[str, Any]]  # (name, Spark type as JSON: "long", {"type": "struct"...})
 
@@ -136,22 +142,18 @@ class ReplayResult:
         return self.report()
 
 
-def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any = None,
+def replay(checkpoint: str, builder: Union[Builder, Step], *, key: KeySpec,
            source_format: str, source_schema: Any = None,
            source_options: Optional[Mapping[str, str]] = None, sink: Optional[str] = None,
            sink_format: str = "parquet", sink_options: Optional[Mapping[str, str]] = None,
-           spark: Any = None, time: Any = None, order_by: Any = None,
-           value: Optional[str] = None, step_id: Optional[str] = None, batch: bool = False,
-           ttl: Any = None, max_state_bytes: Optional[int] = None,
-           transform: Optional[Callable[[Any], Any]] = None,
-           path_map: Optional[Mapping[str, str]] = None,
-           restore: str = "always") -> ReplayResult:
+           spark: Any = None, transform: Optional[Callable[[Any], Any]] = None,
+           path_map: Optional[Mapping[str, str]] = None, restore: Restore = "always",
+           **options: Unpack[StepOptions]) -> ReplayResult:
     """Replay ``checkpoint``'s micro-batches offline and compare them with ``sink``.
 
-    ``builder`` and the step options (``key``, ``output_schema``, ``time``,
-    ``order_by``, ``value``, ``step_id``, ``batch``, ``ttl``,
-    ``max_state_bytes``) are the ones the query's ``sw.stateful`` got (or
-    ``builder`` is the query's ``sparkwax.Step``, and ``key`` the only one).
+    ``builder``, ``key`` and the step options (docs/guide.md, "Step
+    options") are the ones the query's ``sw.stateful`` got (or ``builder`` is
+    the query's ``sparkwax.Step``, and ``key`` the only one besides).
     ``source_format``/``source_schema``/``source_options``: how the query's
     ``readStream`` read its files (``transform``: a ``DataFrame -> DataFrame``
     function for what the query did between the source and the step).
@@ -168,10 +170,9 @@ def replay(checkpoint: str, builder: Any, *, key: Any, output_schema: Any = None
     from ..engine.checkpoints.snapshots import active_session
     from ..engine.checkpoints.replay import output_type, read_inputs, read_plan, read_sink
 
+    step = as_step(builder, **options)
+    restore = restore_mode(step.step_id, restore)
     spark = active_session(spark, "replay")
-    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
-                   batch=batch, ttl=ttl, max_state_bytes=max_state_bytes,
-                   output_schema=output_schema)
     keys = [key] if isinstance(key, str) else list(key)
     if not keys:
         raise ConfigError("replay: key must name at least one column")
@@ -223,7 +224,7 @@ def replay_batches(step: Step, batches: Sequence[Tuple[Any, List[Tuple[Any, Any]
                    fields: Fields, key_width: int,
                    sink: Optional[Sequence[Tuple[Tuple[int, ...], List[Tuple[Any, ...]]]]],
                    *, checkpoint: str = "", pending: Sequence[int] = (),
-                   restore: str = "always") -> ReplayResult:
+                   restore: Restore = "always") -> ReplayResult:
     """The offline half of ``replay``, without Spark: ``batches`` are
     ``(PlannedBatch, items, files)`` in order; ``sink`` is ``[(batch ids,
     rows)]`` with rows as tuples, key columns first (None: no comparison)."""

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import repeat
 from operator import itemgetter
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence,
+                    Tuple, Union)
 
 from .._driver import Driver, sorted_keys
 from ..errors import NO_VALUE, ConfigError, InputError
@@ -28,13 +29,15 @@ from ..logic import Builder, overrides_notify_at
 from ..metrics import StepMetrics
 from ..recovery import encode
 from ..schema import OutputSchema
-from ..step import Step, as_step
-from ..timers import (Deadlines, EventTime, TimeMode, Watermark, from_epoch_ms,
+from ..step import Restore, Step, StepOptions, as_step, restore_mode
+from ..timers import (Deadlines, EventTime, Watermark, from_epoch_ms,
                       require_aware, timeout_fired, to_epoch_ms)
 from ..young_gc import fewer_collections
 from .script import Batch, Crash, Eof, ScriptStep, Tick
 
-RESTORE_MODES = ("always", "on_crash")
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _TUPLE, _PAIR = {tuple}, {2}
 _SORTED = {str, int, bytes}  # key types whose sort order groups exactly as a dict does
@@ -82,15 +85,14 @@ class Runner:
     snapshot at every activation, exactly as on Spark; ``"on_crash"`` keeps
     live objects between batches like a long-running Bytewax worker and
     restores only after ``crash()`` (faster; ``check_logic`` compares both).
-    ``ttl`` and ``max_state_bytes`` are the step options of ``sparkwax.stateful``.
-    ``sides``: the side names of a connected step in EventTime mode (one
-    watermark per side, the smallest wins; see ``sparkwax.timers``);
-    default: the ``sides`` of a join builder. ``Eof()`` ends the run.
-    ``output_schema`` (DDL or a StructType, as ``sparkwax.stateful`` takes
-    it): every emit is checked against it after each activation, with the
-    Spark hosts' checker (a ``SchemaError`` naming the step, key, field and
-    value); None (default): emits are not checked.
-    ``builder`` may also be a ``sparkwax.step.Step`` (then give no options).
+    The step options are ``sparkwax.stateful``'s (``sparkwax.StepOptions``,
+    table in docs/guide.md, "Step options"), or ``builder`` is a ready
+    ``sparkwax.Step`` (then give no options). Offline, ``sides`` (the side
+    names of a connected step in EventTime mode: one watermark per side, the
+    smallest wins; see ``sparkwax.timers``; default: the ``sides`` of a join
+    builder) and ``output_schema`` (every emit checked after each activation
+    with the Spark hosts' checker: a ``SchemaError`` naming the step, key,
+    field and value; None: emits are not checked). ``Eof()`` ends the run.
     ``no_data_batches=False``: never add the no-data batch Spark runs when
     the watermark moved (for a script that lists every batch Spark ran, as
     ``replay`` rebuilds them from a checkpoint's logs).
@@ -100,17 +102,10 @@ class Runner:
     (``processing_notify_at``) read.
     """
 
-    def __init__(self, builder: Union[Builder, Step], *, time: Optional[TimeMode] = None,
-                 batch: bool = False, order_by: Any = None, step_id: Optional[str] = None,
-                 restore: str = "always", ttl: Any = None,
-                 max_state_bytes: Optional[int] = None,
-                 sides: Optional[Sequence[Any]] = None, output_schema: Any = None,
-                 no_data_batches: bool = True):
-        if restore not in RESTORE_MODES:
-            raise ConfigError(f"restore must be one of {RESTORE_MODES}, got {restore!r}")
-        step = offline_step(builder, time=time, batch=batch, order_by=order_by,
-                            step_id=step_id, ttl=ttl, max_state_bytes=max_state_bytes,
-                            sides=sides, output_schema=output_schema)
+    def __init__(self, builder: Union[Builder, Step], *, restore: Restore = "always",
+                 no_data_batches: bool = True, **options: Unpack[StepOptions]):
+        step = as_step(builder, **options)
+        restore = restore_mode(step.step_id, restore)
         self.driver = Driver(step)
         # Whether values carry event times or order_by columns to read per activation.
         self._reads_columns = self.driver.event_column is not None or bool(step.order_by)
@@ -421,30 +416,22 @@ def _runs(ordered: List[Tuple[Any, Any]]) -> Iterator[Tuple[Any, List[Any]]]:
 
 
 def run(builder: Union[Builder, Step], script: Sequence[ScriptStep], *,
-        time: Optional[TimeMode] = None, batch: bool = False, order_by: Any = None,
-        step_id: Optional[str] = None, restore: str = "always", ttl: Any = None,
-        max_state_bytes: Optional[int] = None, sides: Optional[Sequence[Any]] = None,
-        output_schema: Any = None) -> RunResult:
-    """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic.
-    The options are the Runner's (and ``sparkwax.stateful``'s); with
-    ``output_schema`` every emit is checked as the Spark hosts check it."""
-    return Runner(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
-                  restore=restore, ttl=ttl, max_state_bytes=max_state_bytes,
-                  sides=sides, output_schema=output_schema).run(script)
+        restore: Restore = "always", **options: Unpack[StepOptions]) -> RunResult:
+    """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic
+    (or a ready ``sparkwax.Step``). ``restore`` and the step options are the
+    Runner's (docs/guide.md, "Step options"); with ``output_schema`` every
+    emit is checked as the Spark hosts check it."""
+    return Runner(builder, restore=restore, **options).run(script)
 
 
-def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]], *,
-                time: Optional[TimeMode] = None, batch: bool = False, order_by: Any = None,
-                step_id: Optional[str] = None, ttl: Any = None,
-                max_state_bytes: Optional[int] = None,
-                sides: Optional[Sequence[Any]] = None, output_schema: Any = None) -> RunResult:
+def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
+                **options: Unpack[StepOptions]) -> RunResult:
     """What the Spark engine does with a bounded (batch) DataFrame: each key's
     items as one ordered sequence (watermark per key, item by item, in
     EventTime mode; per side, then the minimum, for ``Tagged`` values), then
-    ``on_eof``; with ``output_schema`` every emit is checked as on Spark."""
-    step = offline_step(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
-                        ttl=ttl, max_state_bytes=max_state_bytes, sides=sides,
-                        output_schema=output_schema)
+    ``on_eof``; with ``output_schema`` every emit is checked as on Spark. The
+    step options as for ``run`` (or ``builder`` a ready ``sparkwax.Step``)."""
+    step = as_step(builder, **options)
     driver = Driver(step)
     outputs = output_checker(step)
     groups: Dict[Any, List[Any]] = {}
@@ -467,12 +454,6 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
                 result.timers[key] = from_epoch_ms(act.timer)
     result.batch_metrics.append(result.metrics)
     return result
-
-
-def offline_step(builder: Union[Builder, Step], **options: Any) -> Step:
-    """The Step of an offline run: ``builder`` itself if it is one (with no
-    step options), else built from the options (``sparkwax.step.as_step``)."""
-    return as_step(builder, **options)
 
 
 def output_checker(step: Step) -> Optional[OutputSchema]:

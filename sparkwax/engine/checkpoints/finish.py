@@ -15,8 +15,7 @@ import pandas as pd
 from ..._driver import Driver, sorted_keys
 from ...errors import ConfigError
 from ...logic import Builder
-from ...step import SchemaSpec, Step, as_step
-from ...timers import TimeMode
+from ...step import Step, StepOptions, as_step
 from .snapshots import active_session, is_packed, last_watermark_ms, packed_blobs, state_frame
 from .diagnose import explained, read_steps
 from ..hosts.columns import plain_key
@@ -26,6 +25,7 @@ from ..deploy.shipping import ship_function
 from .storage import storage_for
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
     from pyspark.sql import DataFrame
     from pyspark.sql import types as T
 
@@ -73,20 +73,20 @@ def _packed_key_type(spark: Any, checkpoint: str, key_schema: Optional[str],
 
 
 
-def finish(checkpoint: str, *, builder: Union[Builder, Step],
-           output_schema: Optional[SchemaSpec] = None,
-           time: Optional[TimeMode] = None, batch: bool = False,
-           step_id: Optional[str] = None, operator_id: int = 0,
-           key_schema: Optional[str] = None, spark: Any = None, ttl: Any = None,
-           max_state_bytes: Optional[int] = None) -> Any:
+def finish(checkpoint: str, *, builder: Union[Builder, Step, None] = None,
+           step: Optional[Step] = None, operator_id: int = 0,
+           key_schema: Optional[str] = None, spark: Any = None,
+           **options: Unpack[StepOptions]) -> Any:
     """End a checkpointed stream: for every live key, restore from the
     checkpoint's snapshot, fire a due timer, call ``on_eof``; return the
     outputs as a DataFrame (key columns, then ``output_schema``). ``now`` is
     the watermark the next micro-batch would have had (EventTime) or the wall
     clock (ProcessingTime). The checkpoint is not modified. ``spark``
-    defaults to the active session. A step started with ``ttl=`` needs the
-    same ``ttl=`` here (its snapshots hold the ttl's bookkeeping). ``builder``
-    may be the stream's ``sparkwax.Step`` (it carries the step options).
+    defaults to the active session. The step options as for
+    ``sparkwax.stateful`` (docs/guide.md, "Step options"): a step started
+    with ``ttl=`` needs the same ``ttl=`` here (its snapshots hold the ttl's
+    bookkeeping). Or the stream's ``sparkwax.Step`` (``step=``, or as
+    ``builder``), which carries them.
 
     >>> ends = sw.finish("/tmp/ck", builder=Session,                 # doctest: +SKIP
     ...                  output_schema="start timestamp, `end` timestamp, events long",
@@ -94,8 +94,7 @@ def finish(checkpoint: str, *, builder: Union[Builder, Step],
     """
     from pyspark.sql import types as T
 
-    step = as_step(builder, step_id=step_id, time=time, batch=batch, ttl=ttl,
-                   max_state_bytes=max_state_bytes, output_schema=output_schema)
+    step = as_step(builder, step=step, **options)
     step_id = step.step_id
     spark = active_session(spark, "finish")
     frame = state_frame(spark, checkpoint, operator_id=operator_id)

@@ -18,7 +18,7 @@ min policy then keeps one watermark per input).
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -27,33 +27,58 @@ from pyspark.sql import types as T
 from ...builders import KeySpec, key_list
 from ...errors import ConfigError
 from ...sides import SIDE_COLUMN, Layout, Sides, side_names
-from ...step import Host, Step
+from ...logic import Builder
+from ...step import Host, Step, StepOptions, as_step, default_step_id, refuse_options
 from ...timers import EventTime, TimeMode
 from .plan import plan_step
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-def connect(*sides: DataFrame, key: KeySpec, builder: Any, output_schema: Any,
-            names: Optional[Sequence[str]] = None, time: Optional[TimeMode] = None,
-            order_by: Any = None, step_id: Optional[str] = None, host: Host = "per_key",
-            buckets: Optional[int] = None) -> DataFrame:
+
+def connect(*frames: DataFrame, key: KeySpec, builder: Union[Builder, Step, None] = None,
+            step: Optional[Step] = None, names: Optional[Sequence[str]] = None,
+            host: Host = "per_key", buckets: Optional[int] = None,
+            **options: Unpack[StepOptions]) -> DataFrame:
     """Run ``builder``'s logic over several DataFrames at once; it sees
     ``(side, value)`` items, ``side`` being the side's name (``names``,
-    default ``left``/``right`` for two sides, else ``side0``, ``side1``...).
+    default ``left``/``right`` for two sides, else ``side0``, ``side1``...;
+    a Step's own ``sides``).
 
     ``key``: key column(s) every side has (cast to the first side's types).
     ``time=EventTime(column, ...)`` and ``order_by`` name columns that every
-    side has. Other options as for ``sparkwax.stateful``.
+    side has. The step options (or a ready ``step=``) as for
+    ``sparkwax.stateful`` (docs/guide.md, "Step options"), but ``sides``:
+    ``names`` names them here.
     """
-    if len(sides) < 1:
+    if len(frames) < 1:
         raise ConfigError("connect needs at least one DataFrame")
-    names = side_names(len(sides), names)
+    ready = step if step is not None else builder if isinstance(builder, Step) else None
+    if ready is None:
+        name = options.get("step_id") or default_step_id(builder)
+        refuse_options(name, options, frozenset({"sides"}),
+                       "connect names its sides with names=")
+    made = as_step(builder, step=step, **options)  # every option checked before any Spark work
+    names = connected_names(made, len(frames), names, ready is not None)
     keys = key_list(key)
-    order = [order_by] if isinstance(order_by, str) else list(order_by or [])
-    union, layout = union_of_sides(sides, names, keys, time, order)
-    step = Step.of(builder, step_id=step_id, time=time,
-                   order_by=order or None, sides=Sides(tuple(names), layout),
-                   output_schema=output_schema)
-    return plan_step(union, step, keys, host=host, buckets=buckets)
+    order = list(made.order_by) if isinstance(made.order_by, tuple) else []
+    union, layout = union_of_sides(frames, names, keys, made.time, order)
+    return plan_step(union, made.but(sides=Sides(tuple(names), layout)), keys, host=host,
+                     buckets=buckets)
+
+
+def connected_names(step: Step, count: int, names: Optional[Sequence[str]],
+                    ready: bool) -> List[str]:
+    """The side names of a connected step: ``names``, else a ready Step's
+    own sides, else the defaults (``side_names``)."""
+    own = list(step.sides.names) if ready and step.sides is not None else None
+    if names is not None and own is not None and list(names) != own:
+        raise ConfigError(f"step {step.step_id!r}: names={list(names)!r}, but the Step's "
+                          f"sides are {own!r}")
+    try:
+        return side_names(count, names if names is not None else own)
+    except ConfigError as error:
+        raise ConfigError(f"step {step.step_id!r}: {error}") from None
 
 
 def union_of_sides(sides: Sequence[DataFrame], names: Sequence[str], keys: List[str],

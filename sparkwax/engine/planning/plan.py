@@ -20,7 +20,7 @@ from ..._driver import Driver
 from ...errors import ConfigError
 from ...logic import Builder
 from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX
-from ...step import HOSTS, Host, SchemaSpec, Step, as_step
+from ...step import HOSTS, Host, Step, StepOptions, as_step, default_step_id
 from ...timers import EventTime, TimeMode
 from ..hosts.columns import INTEGER, NESTED, NULL_MICROS, OTHER, TIMESTAMP, InputLayout
 from ..hosts.host import NO_TIMEOUT, BoundedHost, StreamingHost
@@ -36,6 +36,7 @@ from ..queries.start import STEP_METADATA
 
 if TYPE_CHECKING:
     import pandas as pd
+    from typing_extensions import Unpack
 
 HostFunction = Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
 """What runs a step's groups: bounded or streaming, per key or packed."""
@@ -53,41 +54,47 @@ PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False)
                                     T.StructField("buckets", T.LongType(), False)])
 
 
-def stateful(df: DataFrame, *, key: Union[str, Sequence[str]], builder: Union[Builder, Step],
-             output_schema: Optional[SchemaSpec] = None, time: Optional[TimeMode] = None,
-             order_by: Union[None, str, Sequence[str]] = None, value: Optional[str] = None,
-             step_id: Optional[str] = None, host: Host = "per_key",
-             buckets: Optional[int] = None, ttl: Any = None,
-             max_state_bytes: Optional[int] = None) -> DataFrame:
+def stateful(df: DataFrame, *, key: Union[str, Sequence[str]],
+             builder: Union[Builder, Step, None] = None, step: Optional[Step] = None,
+             host: Host = "per_key", buckets: Optional[int] = None,
+             **options: Unpack[StepOptions]) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
-    ``builder`` may be a ``sparkwax.Step`` (the one a test ran offline with
-    ``run(step, ...)``): it carries the step options, so give only ``key``,
-    ``host`` and ``buckets``.
-    Output rows are the key columns followed by ``output_schema``. See the
-    user guide for time modes, ordering and schemas. ``host="packed"`` runs
-    many keys per Spark group (``buckets`` of them, default 4 x shuffle
-    partitions) with the same semantics; see docs/performance.md. ``ttl``
-    (a duration or ``sparkwax.operators.Ttl``) expires idle keys and
-    ``max_state_bytes`` caps a key's stored state; see docs/operators.md.
+    The step options (``output_schema``, ``time``, ``order_by``, ``value``,
+    ``step_id``, ``ttl``, ``max_state_bytes``...) are ``sparkwax.StepOptions``:
+    their table is docs/guide.md, "Step options". Or give a ready
+    ``sparkwax.Step`` (``step=``, or as ``builder``; the one a test ran
+    offline with ``run(step, ...)``): it carries the options, so then give
+    only ``key``, ``host`` and ``buckets``. Output rows are the key columns
+    followed by ``output_schema``. ``host="packed"`` runs many keys per
+    Spark group (``buckets`` of them, default 4 x shuffle partitions) with
+    the same semantics; see docs/performance.md.
     """
-    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
-                   ttl=ttl, max_state_bytes=max_state_bytes, output_schema=output_schema)
-    return _replannable(df, step, key, host, buckets)
+    made = as_step(builder, step=step, **options)
+    return _replannable(df, made, key, host, buckets)
 
 
 def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
-                   builder: Union[Builder, Step], output_schema: Optional[SchemaSpec] = None,
-                   time: Optional[TimeMode] = None,
-                   order_by: Union[None, str, Sequence[str]] = None,
-                   value: Optional[str] = None, step_id: Optional[str] = None,
+                   builder: Union[Builder, Step, None] = None, step: Optional[Step] = None,
                    host: Host = "per_key", buckets: Optional[int] = None,
-                   max_state_bytes: Optional[int] = None) -> DataFrame:
+                   **options: Unpack[StepOptions]) -> DataFrame:
     """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per
-    activation); a Step given as ``builder`` must have ``batch=True``."""
-    step = as_step(builder, step_id=step_id, time=time, order_by=order_by, value=value,
-                   batch=True, max_state_bytes=max_state_bytes, output_schema=output_schema)
-    return _replannable(df, step, key, host, buckets)
+    activation); a Step given must have ``batch=True``."""
+    made = as_step(builder, step=step, **batch_options(builder, step, options))
+    return _replannable(df, made, key, host, buckets)
+
+
+def batch_options(builder: Any, step: Optional[Step], options: StepOptions) -> StepOptions:
+    """``stateful_batch``'s options: ``batch=True`` (which a ``batch=False``
+    contradicts)."""
+    if options.get("batch") is False:
+        ready = step if step is not None else builder if isinstance(builder, Step) else None
+        name = ready.step_id if ready is not None else options.get("step_id") or \
+            default_step_id(builder)
+        raise ConfigError(f"step {name!r}: stateful_batch runs a StatefulBatchLogic; "
+                          "batch=False is sparkwax.stateful")
+    batched: StepOptions = {**options, "batch": True}
+    return batched
 
 
 def _replannable(df: DataFrame, step: Step, key: Union[str, Sequence[str]], host: Host,

@@ -27,18 +27,20 @@ sparkwax.testing.strategies.check.LogicCheckFailed: ...
 from __future__ import annotations
 
 import pickle
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, NoReturn, Optional, Union
 
 from hypothesis import HealthCheck, given, settings as hypothesis_settings
 from hypothesis.strategies import SearchStrategy
 
 from ...errors import SparkwaxError
 from ...logic import Builder
-from ...step import Step, as_step
-from ...timers import TimeMode
+from ...step import Step, StepOptions, as_step
 from ..runner import RunResult, output_checker, run
 from ..script import Crash, Script, describe
 from . import scripts as scripts_strategy
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _HINTS = {
     "restore": (
@@ -67,11 +69,9 @@ class LogicCheckFailed(AssertionError, SparkwaxError):
 
 
 def check_logic(builder: Union[Builder, Step], *, items: Optional[SearchStrategy[Any]] = None,
-                time: Optional[TimeMode] = None, batch: bool = False,
-                order_by: Any = None, step_id: Optional[str] = None, max_examples: int = 100,
-                eof: bool = True, settings: Optional[hypothesis_settings] = None,
-                ttl: Any = None, max_state_bytes: Optional[int] = None,
-                sides: Optional[Sequence[Any]] = None, output_schema: Any = None) -> None:
+                max_examples: int = 100, eof: bool = True,
+                settings: Optional[hypothesis_settings] = None,
+                **options: Unpack[StepOptions]) -> None:
     """Property-test ``builder``'s logic on generated scripts; raise
     LogicCheckFailed with the shrunk script on the first broken property:
 
@@ -88,14 +88,12 @@ def check_logic(builder: Union[Builder, Step], *, items: Optional[SearchStrategy
     clock, so both kinds of timer fire.
 
     ``items`` is a strategy of ``(key, value)`` lists (see ``keyed_items`` and
-    ``timestamped_items``); ``time``, ``batch``, ``order_by``, ``ttl``,
-    ``max_state_bytes``, ``sides`` (a connected step's side names) and
-    ``output_schema`` (every emit checked as on Spark: a ``SchemaError`` with
-    the shrunk script) as for run().
+    ``timestamped_items``). The step options as for run() (docs/guide.md,
+    "Step options"; ``output_schema``: every emit checked as on Spark, a
+    ``SchemaError`` with the shrunk script), or ``builder`` a ready
+    ``sparkwax.Step``.
     """
-    step = as_step(builder, time=time, batch=batch, order_by=order_by, step_id=step_id,
-                   ttl=ttl, max_state_bytes=max_state_bytes, sides=sides,
-                   output_schema=output_schema)
+    step = as_step(builder, **options)
     output_checker(step)  # a bad schema fails here, not inside every example
     strategy = scripts_strategy(items=items, time=step.time, eof=eof,
                                 two_clocks=bool(step.knowing_deadlines().two_clocks))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time as wall_clock
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import pyarrow as pa
 from pyspark.sql import functions as F
@@ -30,7 +30,7 @@ from ....errors import short_repr
 from ....logic import Builder
 from ....checkpoint_format.files import STEPS_FILE, recorded_buckets
 from ....errors import CheckpointError
-from ....step import Host, Step
+from ....step import Host, Step, StepOptions, as_step
 from ....timers import EventTime, ProcessingTime, TimeMode
 from ..snapshots import last_watermark_ms
 from ..diagnose import explained, read_steps
@@ -38,6 +38,9 @@ from ..storage import storage_for
 from ...deploy.shipping import ship_function
 from .frame import checked_request, flat_state, recorded_step
 from .rows import Layout, entries
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _SCHEMA = "key string, error_class string, message string"
 
@@ -91,16 +94,16 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def check_state(spark: Any, checkpoint: str, builder: Builder, *, operator_id: int = 0,
-                examples: int = 3, step_id: Optional[str] = None,
-                time: Optional[TimeMode] = None, batch: bool = False, ttl: Any = None,
-                max_state_bytes: Optional[int] = None,
-                key_schema: Optional[str] = None) -> CheckResult:
+def check_state(spark: Any, checkpoint: str, builder: Union[Builder, Step], *,
+                operator_id: int = 0, examples: int = 3, key_schema: Optional[str] = None,
+                **options: Unpack[StepOptions]) -> CheckResult:
     """Restore every stored snapshot of the step through ``builder`` on the
-    executors and report what fails (see the module docstring). The step id
-    and time mode default to what ``sw.start`` recorded in the checkpoint; a
-    step started with ``ttl=``/``max_state_bytes=`` needs them here too (they
-    wrap the snapshots). ``now`` is the watermark the next batch would have
+    executors and report what fails (see the module docstring). The step
+    options as for ``sparkwax.stateful`` (docs/guide.md, "Step options"), or
+    ``builder`` a ready ``sparkwax.Step``; ``step_id`` and ``time`` default
+    to what ``sw.start`` recorded in the checkpoint; a step started with
+    ``ttl=``/``max_state_bytes=`` needs them here too (they wrap the
+    snapshots). ``now`` is the watermark the next batch would have
     (EventTime) or the wall clock, as for ``finish``.
 
     First the step's shape (time mode, timers, deadlines, state layout) is
@@ -111,11 +114,16 @@ def check_state(spark: Any, checkpoint: str, builder: Builder, *, operator_id: i
     plain Spark aggregation's) is a ``ConfigError`` saying so, as for
     ``read_state``."""
     checked_request(spark, checkpoint, operator_id, None)
-    recorded = recorded_step(spark, checkpoint)
-    step = Step.of(builder, step_id=step_id or recorded.get("step_id"),
-                   time=time or recorded_time(recorded), batch=batch, ttl=ttl,
-                   max_state_bytes=max_state_bytes)
-    name = getattr(builder, "__qualname__", None) or repr(builder)
+    if isinstance(builder, Step):
+        step = as_step(builder, **options)
+    else:
+        recorded = recorded_step(spark, checkpoint)
+        defaults: StepOptions = {
+            **options, "step_id": options.get("step_id") or recorded.get("step_id"),
+            "time": options.get("time") or recorded_time(recorded)}
+        step = as_step(builder, **defaults)
+    logic = step.builder
+    name = getattr(logic, "__qualname__", None) or repr(logic)
     changes, note = compare_shape(spark, checkpoint, step)
     if changes:
         return CheckResult(checkpoint, step.step_id, name, 0, 0, shape_changes=changes)
