@@ -16,7 +16,7 @@ from .errors import (BuilderError, CallbackError, CheckpointError, ConfigError, 
 from .clock import Clock, current_clock, now, processing_now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from .rebuild import task_errors
-from .step import Step
+from .step import Step, StepOptions
 from .timers import EventTime, ProcessingTime
 
 __version__ = "0.1.0"
@@ -46,10 +46,10 @@ __all__ = [  # a literal list (sorted), so that type checkers read it (test_expo
     "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError",
     "DISCARD", "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
     "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError",
-    "SnapshotError", "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "connect",
-    "current_clock", "finish", "follow", "join", "local_session", "now", "processing_now",
-    "read_state", "rescale", "split_late", "start", "stateful", "stateful_batch",
-    "task_errors", "value_fields", "value_struct",
+    "SnapshotError", "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step",
+    "StepOptions", "connect", "current_clock", "finish", "follow", "join", "local_session",
+    "now", "processing_now", "read_state", "rescale", "split_late", "start", "stateful",
+    "stateful_batch", "task_errors", "value_fields", "value_struct",
 ]
 
 

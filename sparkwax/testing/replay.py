@@ -167,11 +167,11 @@ def replay(checkpoint: str, builder: Union[Builder, Step], *, key: KeySpec,
     the sink already committed its rows. A logic that raises offline (a
     ``LogicError``) ends the replay at that batch: ``result.error``.
     """
+    step = as_step(builder, **options)  # checked before pyspark is imported
+    restore = restore_mode(step.step_id, restore)
     from ..engine.checkpoints.snapshots import active_session
     from ..engine.checkpoints.replay import output_type, read_inputs, read_plan, read_sink
 
-    step = as_step(builder, **options)
-    restore = restore_mode(step.step_id, restore)
     spark = active_session(spark, "replay")
     keys = [key] if isinstance(key, str) else list(key)
     if not keys:

@@ -430,7 +430,8 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
     items as one ordered sequence (watermark per key, item by item, in
     EventTime mode; per side, then the minimum, for ``Tagged`` values), then
     ``on_eof``; with ``output_schema`` every emit is checked as on Spark. The
-    step options as for ``run`` (or ``builder`` a ready ``sparkwax.Step``)."""
+    step options as for ``run`` (docs/guide.md, "Step options"), or
+    ``builder`` a ready ``sparkwax.Step``."""
     step = as_step(builder, **options)
     driver = Driver(step)
     outputs = output_checker(step)

@@ -79,7 +79,8 @@ def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
                    host: Host = "per_key", buckets: Optional[int] = None,
                    **options: Unpack[StepOptions]) -> DataFrame:
     """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per
-    activation); a Step given must have ``batch=True``."""
+    activation), with the same step options (docs/guide.md, "Step options";
+    not ``ttl``); a Step given must have ``batch=True``."""
     made = as_step(builder, step=step, **batch_options(builder, step, options))
     return _replannable(df, made, key, host, buckets)
 

@@ -113,15 +113,15 @@ def check_state(spark: Any, checkpoint: str, builder: Union[Builder, Step], *,
     nothing to check (no committed batch, or not a sparkwax step's state: a
     plain Spark aggregation's) is a ``ConfigError`` saying so, as for
     ``read_state``."""
-    checked_request(spark, checkpoint, operator_id, None)
     if isinstance(builder, Step):
         step = as_step(builder, **options)
-    else:
+    else:  # the recorded step id and time mode are defaults ({} for no record)
         recorded = recorded_step(spark, checkpoint)
         defaults: StepOptions = {
             **options, "step_id": options.get("step_id") or recorded.get("step_id"),
             "time": options.get("time") or recorded_time(recorded)}
-        step = as_step(builder, **defaults)
+        step = as_step(builder, **defaults)  # every option checked before any Spark job
+    checked_request(spark, checkpoint, operator_id, None)
     logic = step.builder
     name = getattr(logic, "__qualname__", None) or repr(logic)
     changes, note = compare_shape(spark, checkpoint, step)
