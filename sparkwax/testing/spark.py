@@ -27,35 +27,34 @@ import json
 import os
 import tempfile
 import uuid
-from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Set, Tuple, Union
 
-from ..engine.planning.plan import stateful, stateful_batch
+from ..engine.planning.plan import stateful
 from ..engine.checkpoints.storage import join_path
 from ..errors import ConfigError
 from ..logic import Builder
 from ..metrics import StepMetrics, by_batch, steps_in
 from ..rebuild import task_errors
-from ..step import Host, Step
-from ..timers import TimeMode
+from ..step import Host, Step, StepOptions
 from .runner import RunResult
 from .script import Batch, Crash, Eof, ScriptStep, Tick
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _BASE_MTIME = 1_600_000_000
 _BATCH, _POSITION = "__sw_batch", "__sw_position"
 
 
 def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Sequence[ScriptStep],
-                        *, input_schema: str, output_schema: Optional[str] = None,
-                        key: str = "key", time: Optional[TimeMode] = None, order_by: Any = None,
-                        value: Optional[str] = None, batch: bool = False,
-                        step_id: Optional[str] = None, workdir: Optional[str] = None,
+                        *, input_schema: str, key: str = "key", workdir: Optional[str] = None,
                         uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
                         host: Host = "per_key", buckets: Optional[int] = None,
-                        **step_options: Any) -> RunResult:
+                        **options: Unpack[StepOptions]) -> RunResult:
     """Outputs (with ``Row`` values turned into tuples) of the script on Spark.
-    ``step_options`` (``ttl``, ``max_state_bytes``) go to ``stateful``.
-    ``builder`` may be a ``sparkwax.Step`` (then no step options: the Step
-    carries them)."""
+    The step options go to ``stateful`` (docs/guide.md, "Step options";
+    ``batch=True``: a StatefulBatchLogic); ``builder`` may be a
+    ``sparkwax.Step`` (then no step options: the Step carries them)."""
     workdir = workdir or tempfile.mkdtemp(prefix="sparkwax-script-")
     uri = uri or workdir
     source = os.path.join(workdir, "input")
@@ -67,12 +66,7 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
     def start() -> Any:
         stream = spark.readStream.schema(input_schema).option("maxFilesPerTrigger", 1) \
             .json(join_path(uri, "input"))
-        attach = stateful_batch if batch else stateful
-        options = dict(output_schema=output_schema, time=time, order_by=order_by, value=value,
-                       step_id=step_id, **step_options)
-        if isinstance(builder, Step):  # it carries them: only those given are passed (refused)
-            options = {name: given for name, given in options.items() if given is not None}
-        out = attach(stream, key=key, builder=builder, host=host, buckets=buckets, **options)
+        out = stateful(stream, key=key, builder=builder, host=host, buckets=buckets, **options)
         writer = out.writeStream.foreachBatch(_appender(sink)) \
             .option("checkpointLocation", checkpoint)
         if trigger:

@@ -130,6 +130,7 @@ ENTRY_SOURCES = {
     "testing/runner.py": ["run", "run_bounded", "Runner.__init__"],
     "testing/strategies/check.py": ["check_logic"],
     "testing/replay.py": ["replay"],
+    "testing/spark.py": ["run_script_on_spark"],  # the Spark test harness
     "step.py": ["Step.of", "as_step"],
 }
 
@@ -156,7 +157,7 @@ def test_every_entry_point_takes_the_one_list_of_options(path, name):
     assert arguments.kwarg is not None and arguments.kwarg.arg == "options"
     assert ast.unparse(arguments.kwarg.annotation) == "Unpack[StepOptions]"
     if name not in ("Step.of", "as_step", "run", "run_bounded", "check_logic", "replay",
-                    "Runner.__init__", "check_state"):
+                    "Runner.__init__", "check_state", "run_script_on_spark"):
         assert "step" in declared, f"{name} takes no ready Step (step=)"
     if name not in ("Step.of", "as_step", "Runner.__init__"):  # the class's, the module's
         assert "docs/guide.md" in (ast.get_docstring(function) or ""), f"{name}: no table"
