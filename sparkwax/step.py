@@ -219,7 +219,7 @@ class Step:
         time = given.get("time")
         batch = given.get("batch")
         fields: Dict[str, Any] = {field: given.get(field) for field in OPTIONS
-                  if field not in ("step_id", "time", "batch")}
+                                  if field not in ("step_id", "time", "batch")}
         return cls(builder=builder, step_id=name if step_id is None else step_id,
                    time=ProcessingTime() if time is None else time,
                    batch=False if batch is None else batch,
@@ -315,9 +315,7 @@ def as_step(builder: Union[Builder, Step, Any] = None, *, step: Optional[Step] =
     if batch is not None and batch != builder.batch:
         kind = "StatefulBatchLogic" if builder.batch else "StatefulLogic"
         raise ConfigError(f"step {builder.step_id!r} is a {kind} step (batch="
-                          f"{builder.batch}); batch={batch!r} was given (a "
-                          f"{'StatefulLogic' if builder.batch else 'StatefulBatchLogic'} step "
-                          f"needs batch={not builder.batch})")
+                          f"{builder.batch}); got batch={batch!r}")
     return builder
 
 
