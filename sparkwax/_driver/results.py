@@ -26,24 +26,36 @@ EventTimes = Optional[Sequence[Optional[int]]]
 
 class KeyBatch(NamedTuple):
     """A micro-batch of keys for ``Driver.activate_keys``, as parallel
-    columns (one entry per key, in the order the keys run). A column left
-    None is the same for every key."""
+    columns, one entry per key in the order the keys run; a column left None
+    is the same for every key:
+
+    - ``keys``, ``values``: each key and its rows, in arrival order;
+    - ``stored``: each key's committed snapshot (None: a new key); None: all new;
+    - ``committed``: the timer committed with it, where the host kept it
+      (``NO_VALUE``: not kept; a rebuilt logic with another one warns);
+    - ``event_times``, ``order``: each key's rows' event times (epoch µs) and
+      ``order_by`` columns, as the host read them (None: none);
+    - ``logics``: each key's live logic, for a host that keeps them between
+      batches (``stored`` then only after a crash); None: every key restores;
+    - ``eof``: end of input, ``on_eof`` after the rows (``finish``, ``Eof()``);
+    - ``bounded``: each key's rows are its whole bounded input;
+    - ``ascending``: the host vouches that every key's event times ascend
+      without a null (it put them in order with numpy);
+    - ``read_columns``: read the event times and order from the values
+      themselves (the offline host's rows, ``Driver.read_columns``).
+    """
 
     keys: Sequence[Any]
-    values: Sequence[Sequence[Any]]                # each key's rows, in arrival order
-    stored: Optional[Sequence[Optional[bytes]]] = None  # committed snapshots; None: new keys
-    committed: Optional[Sequence[Any]] = None      # timers committed with ``stored`` (NO_VALUE:
-    #                                                not kept); None: none kept
-    event_times: Optional[Sequence[EventTimes]] = None  # each key's rows' event times
-    order: Optional[Sequence[Columns]] = None      # each key's ``order_by`` columns
-    logics: Optional[Sequence[Optional[Logic]]] = None  # live logics (a host that keeps
-    #                                                them; ``stored`` after a crash); None:
-    #                                                every key restores from ``stored``
-    eof: bool = False        # end of input: ``on_eof`` after the rows (``finish``, ``Eof()``)
-    bounded: bool = False    # each key's rows are its whole bounded input (then ``on_eof``)
-    ascending: bool = False  # the host vouches that every key's event times ascend, no null
-    read_columns: bool = False  # read event times and order from the values (the offline
-    #                             host's rows: ``Driver.read_columns``), not from the columns
+    values: Sequence[Sequence[Any]]
+    stored: Optional[Sequence[Optional[bytes]]] = None
+    committed: Optional[Sequence[Any]] = None
+    event_times: Optional[Sequence[EventTimes]] = None
+    order: Optional[Sequence[Columns]] = None
+    logics: Optional[Sequence[Optional[Logic]]] = None
+    eof: bool = False
+    bounded: bool = False
+    ascending: bool = False
+    read_columns: bool = False
 
 
 class Clocks(NamedTuple):
@@ -85,20 +97,30 @@ class Activation(NamedTuple):
 @dataclass
 class Activations:
     """The result of ``Driver.activate_keys``: each key's fields as lists in
-    the batch's key order, and the batch's counts summed. A host that keeps
-    what ran before a key's error hands its own (empty) one as ``into``:
-    it then holds the keys before the error."""
+    the batch's key order, and the batch's counts summed:
 
-    emits: List[List[Any]] = field(default_factory=list)         # each key's emits
-    states: List[Optional[bytes]] = field(default_factory=list)  # encoded snapshot; None:
-    #                                                              remove (or a live logic)
-    timers: List[Optional[int]] = field(default_factory=list)    # next notify_at (epoch ms)
-    armed: List[Optional[int]] = field(default_factory=list)     # the timeout to arm for it
-    snapshots: List[Any] = field(default_factory=list)  # the snapshots behind ``states``
-    deadlines: List[Optional[int]] = field(default_factory=list)  # next processing_notify_at
-    logics: List[Optional[Logic]] = field(default_factory=list)   # live logics (a batch
-    #                                                               with ``logics`` only)
-    metrics: StepMetrics = field(default_factory=StepMetrics)     # the keys' counts, summed
+    - ``emits``: each key's emitted values, in order;
+    - ``states``: its encoded snapshot to store (None: remove; a live logic's
+      is not encoded) and ``snapshots``, the value behind it (an unchanged one
+      may be a placeholder: decode ``states`` if needed);
+    - ``timers``: its next ``notify_at`` (epoch ms), ``armed``: the timeout a
+      host arms for it, ``deadlines``: its next ``processing_notify_at``
+      (two-clock steps);
+    - ``logics``: its live logic (None: no state), for a batch with ``logics``;
+    - ``metrics``: the keys' counts, summed (``summed``).
+
+    A host that keeps what ran before a key's error hands its own empty one
+    as ``into``: it then holds the keys before the error, and their counts.
+    """
+
+    emits: List[List[Any]] = field(default_factory=list)
+    states: List[Optional[bytes]] = field(default_factory=list)
+    timers: List[Optional[int]] = field(default_factory=list)
+    armed: List[Optional[int]] = field(default_factory=list)
+    snapshots: List[Any] = field(default_factory=list)
+    deadlines: List[Optional[int]] = field(default_factory=list)
+    logics: List[Optional[Logic]] = field(default_factory=list)
+    metrics: StepMetrics = field(default_factory=StepMetrics)
 
     def one(self) -> Activation:
         """The Activation of a one-key batch (its counts are the key's)."""

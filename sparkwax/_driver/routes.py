@@ -102,7 +102,7 @@ class Routes(Steps):
                 fired += key_fired
         finally:
             reset_clock(token)
-            acts.deadlines.extend(repeat(None, len(acts.emits)))  # no deadlines here
+            acts.deadlines.extend(repeat(None, len(acts.emits) - len(acts.deadlines)))
             acts.metrics = summed(acts, batch, fired, 0, 0, started)
 
     def _each_key(self, batch: KeyBatch, clocks: Clocks, acts: Activations) -> None:
