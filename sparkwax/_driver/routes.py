@@ -20,7 +20,7 @@ from ..logic import Logic
 from ..timers import Watermark, is_due
 from .results import (NO_CLOCKS, Activations, Clocks, Columns, EventTimes, KeyBatch, _new,
                       summed)
-from .steps import Steps
+from .steps import Run, Steps
 
 _ONE_INPUT = (0,)
 
@@ -247,25 +247,23 @@ class Routes(Steps):
             values, event_times = self._arrange(key, values, event_times, order)
         token = set_clock(None)
         try:
-            if event_times is None:
-                logic, emits, late, fired, _, _ = self._run(key, None, None, values, None, True,
-                                                            None, commit_before_eof=True)
-            else:
-                logic, emits, late, fired = self._bounded_events(key, values, event_times,
-                                                                 sides)
-            state, timer, snapshot, armed, deadline = self._commit(key, logic, True, None, None)
+            run = (self._run(key, None, None, values, None, True, None, commit_before_eof=True)
+                   if event_times is None else
+                   self._bounded_events(key, values, event_times, sides))
+            state, timer, snapshot, armed, deadline = self._commit(key, run.logic, True, None,
+                                                                   None)
         finally:
             reset_clock(token)
-        outcome: KeyOutcome = _new(KeyOutcome, (emits, state, timer, snapshot, armed, fired,
-                                                logic, late, deadline, 0))
+        outcome: KeyOutcome = _new(KeyOutcome, (run.emits, state, timer, snapshot, armed,
+                                                run.fired, run.logic, run.late, deadline, 0))
         return outcome
 
     def _bounded_events(self, key: Any, values: Sequence[Any],
                         event_times: Sequence[Optional[int]], sides: Optional[Sequence[int]]
-                        ) -> Tuple[Optional[Logic], List[Any], int, int]:
+                        ) -> Run:
         """``_bounded_key``'s steps 2-4 with event times, run by run
-        (``_run_end``) at the key's advancing watermark: ``(logic, emits,
-        late, fired)``."""
+        (``_run_end``) at the key's advancing watermark (no deadlines: a
+        bounded input has no processing clock)."""
         if sides is None:
             sides = _ONE_INPUT * len(values)
         clock = Watermark(self.time.delay_ms, self.side_count)
@@ -296,7 +294,7 @@ class Routes(Steps):
         logic, more, _, more_fired, _, _ = self._run(key, logic, timer, (), watermark, True,
                                                      None, commit_before_eof=True)
         emits.extend(more)
-        return logic, emits, late, fired + more_fired
+        return Run(logic, emits, late, fired + more_fired, True, 0)
 
     def _run_end(self, key: Any, logic: Optional[Logic], event_times: Sequence[Optional[int]],
                  sides: Sequence[int], start: int, clock: Watermark) -> int:
