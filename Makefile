@@ -42,7 +42,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/offline.py
 
 # Mutation testing of the driver: mutmut (the `mutate` extra, a dev tool only)
-# over sparkwax/_driver.py with the driver's fast unit tests (the [mutmut]
+# over sparkwax/_driver/ with the driver's fast unit tests (the [mutmut]
 # section of setup.cfg); the score and the survivors: docs/testing.md,
 # "Mutation testing of the driver". JOBS: parallel mutants (default 2).
 mutate: $(STAMP)

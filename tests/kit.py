@@ -69,6 +69,14 @@ HOSTS_AND_BUCKETS = [("per_key", None), ("packed", 2)]
 each_spark_host = pytest.mark.parametrize("host", SPARK_HOSTS)
 each_spark_host_with_buckets = pytest.mark.parametrize("host, buckets", HOSTS_AND_BUCKETS)
 
+def plain_keys(driver, keys, stored, values, committed, now_ms):
+    """``driver.activate_keys`` of a batch of keys (no event times, order nor
+    EOF: the packed host's common call), each column given."""
+    from sparkwax._driver import Clocks, KeyBatch
+
+    return driver.activate_keys(KeyBatch(keys, values, stored, committed), Clocks(now_ms))
+
+
 # --- logics -------------------------------------------------------------------------------
 
 

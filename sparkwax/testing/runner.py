@@ -23,8 +23,8 @@ from operator import itemgetter
 from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence,
                     Tuple, Union)
 
-from .._driver import Driver, sorted_keys
-from ..errors import NO_VALUE, ConfigError, InputError
+from .._driver import Activations, Clocks, Driver, KeyBatch, sorted_keys
+from ..errors import ConfigError, InputError
 from ..logic import Builder, overrides_notify_at
 from ..metrics import StepMetrics
 from ..recovery import encode
@@ -273,93 +273,79 @@ class Runner:
 
     def _activate_keys(self, runs: Iterable[Tuple[Any, Sequence[Any]]],
                        eof: bool = False) -> StepMetrics:
-        """Activate each ``(key, values)`` in order and commit its state,
-        timer and outputs; the micro-batch's counts, summed in plain ints
-        (one StepMetrics per batch, not one per key). The loop is the
-        runner's hot path: per key it costs a few dict operations besides
-        the driver's activation."""
-        rows = late = fired = created = discarded = emits = callback_us = count = 0
-        deadlines_fired = 0
-        deadlines = self.deadlines
-        processing = None if eof else self.processing_ms  # finish (Eof): no processing clock
-        driver, blobs, live, timers = self.driver, self.blobs, self.live, self.timers
-        append, checker, now_ms = self.result.outputs.append, self.outputs, self.now_ms
-        extend = self.result.outputs.extend
-        always, reads, timed = self.restore == "always", self._reads_columns, self._timed
-        times = order = None
-        committed: Any = NO_VALUE  # a logic without notify_at cannot lose its timer
-        # The driver's flattened activation, called positionally (no event times,
-        # no order, not EOF): what activate() would call, one call less per key.
-        flat = None if reads or eof else driver.flat_activation()
-        # The batch's per-key containers live to its end; its plain activations share a clock.
-        with fewer_collections(), driver.plain_clock(now_ms):
-            try:
-                for key, values in runs:
-                    if reads:
-                        times, order = driver.read_columns(key, values)
-                    if timed:
-                        committed = timers.get(key)
-                    if always:
-                        if flat is not None:
-                            act, _ = flat(key, None, blobs.get(key), values, now_ms, committed,
-                                          False)
-                        else:
-                            act = driver.activate(key, blobs.get(key), values, now_ms, eof=eof,
-                                                  event_times=times, order=order,
-                                                  committed_timer=committed,
-                                                  processing_ms=processing)
+        """Activate each ``(key, values)`` in order (one ``Driver.activate_keys``
+        call) and commit its state, timer and outputs; the micro-batch's
+        counts. What ran before a key's error stays committed and counted,
+        as it stays in the outputs."""
+        driver, blobs, live = self.driver, self.blobs, self.live
+        always = self.restore == "always"
+        acts = Activations()
+        # The batch's per-key containers live to its end.
+        with fewer_collections():
+            pairs = list(runs)
+            keys = list(map(_FIRST, pairs))
+            batch = KeyBatch(
+                keys, list(map(_SECOND, pairs)),
+                list(map(blobs.get, keys)) if always or blobs else None,
+                # a logic without notify_at cannot lose its timer: none kept
+                list(map(self.timers.get, keys)) if self._timed else None,
+                logics=None if always else list(map(live.get, keys)), eof=eof,
+                read_columns=self._reads_columns)
+            del pairs
+            try:  # finish (Eof): no processing clock
+                driver.activate_keys(batch, Clocks(self.now_ms,
+                                                   None if eof else self.processing_ms), acts)
+            finally:  # what ran before an error is committed (the first error wins)
+                self._commit_keys(keys, acts, always)
+        return acts.metrics
+
+    def _commit_keys(self, keys: Sequence[Any], acts: Activations, always: bool) -> None:
+        """Commit each key ``acts`` holds: its state (or live logic), timer,
+        deadline and outputs (checked first). The loop is the runner's hot
+        path: per key it costs a few dict operations."""
+        blobs, live, timers, timeouts, deadlines = (self.blobs, self.live, self.timers,
+                                                    self.timeouts, self.deadlines)
+        append, checker = self.result.outputs.append, self.outputs
+        extend, two_clocks = self.result.outputs.extend, self.driver.two_clocks
+        count = 0
+        try:
+            for key, out, state, timer, armed, deadline, logic in zip(
+                    keys, acts.emits, acts.states, acts.timers, acts.armed, acts.deadlines,
+                    repeat(None) if always else acts.logics):
+                if checker is not None and out:  # before anything is committed
+                    checker.check(self.step_id, key, out)
+                if always:
+                    if state is None:
+                        blobs.pop(key, None)
                     else:
-                        if flat is not None:
-                            act, logic = flat(key, live.pop(key, None),
-                                              blobs.pop(key, None) if blobs else None,
-                                              values, now_ms, committed, True)
-                        else:
-                            act, logic = driver.activate_live(
-                                key, live.pop(key, None), blobs.pop(key, None) if blobs else None,
-                                values, now_ms, eof=eof, event_times=times, order=order,
-                                committed_timer=committed, processing_ms=processing)
-                    out, timer, armed = act.emits, act.timer, act.armed
-                    if checker is not None and out:  # before anything is committed
-                        checker.check(self.step_id, key, out)
-                    if always:
-                        state = act.state
-                        if state is None:
-                            blobs.pop(key, None)
-                        else:
-                            blobs[key] = state
-                    elif logic is not None:
+                        blobs[key] = state
+                else:
+                    if blobs:
+                        blobs.pop(key, None)
+                    if logic is None:
+                        live.pop(key, None)
+                    else:
                         live[key] = logic
-                    if timer is not None and armed is not None:
-                        timers[key] = timer
-                        self.timeouts[key] = armed
-                    elif timers:
-                        timers.pop(key, None)
-                        self.timeouts.pop(key, None)
-                    if driver.two_clocks:  # a builder function: known from its first logic
-                        deadline = act.deadline
-                        if deadline is None:
-                            deadlines.pop(key, None)
-                        else:
-                            deadlines[key] = deadline
-                        deadlines_fired += act.deadline_fired
-                    if len(out) > _FEW_EMITS:  # one C-level pass for a key's many emits
-                        extend(zip(repeat(key), out))
-                    else:  # cheaper than extend(zip(...)) for a few
-                        for emit in out:
-                            append((key, emit))
-                    count += 1
-                    rows += act.rows
-                    late += act.late
-                    fired += act.fired
-                    created += act.created
-                    discarded += act.discarded
-                    emits += len(out)
-                    callback_us += act.callback_us
-            finally:  # what ran before an error stays counted, as it stays in the outputs
-                self.result.late += late
-                self.result.activations += count
-        return StepMetrics(rows, late, fired, created, discarded, emits, callback_us,
-                           deadlines_fired)
+                if timer is not None and armed is not None:
+                    timers[key] = timer
+                    timeouts[key] = armed
+                elif timers:
+                    timers.pop(key, None)
+                    timeouts.pop(key, None)
+                if two_clocks:  # a builder function: known from its first logic
+                    if deadline is None:
+                        deadlines.pop(key, None)
+                    else:
+                        deadlines[key] = deadline
+                if len(out) > _FEW_EMITS:  # one C-level pass for a key's many emits
+                    extend(zip(repeat(key), out))
+                else:  # cheaper than extend(zip(...)) for a few
+                    for emit in out:
+                        append((key, emit))
+                count += 1
+        finally:
+            self.result.late += acts.metrics.rows_late
+            self.result.activations += count
 
     def _end_batch(self, counts: StepMetrics) -> None:
         self.result.batch_metrics.append(counts)
@@ -441,18 +427,18 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
     result = RunResult(step_id=step.step_id)
     for key in sorted_keys(list(groups)):
         values = groups[key]
-        times, order = driver.read_columns(key, values)
-        act = driver.activate_bounded(key, values, event_times=times, order=order)
-        if outputs is not None and act.emits:
-            outputs.check(driver.step_id, key, act.emits)
-        result.outputs.extend(zip(repeat(key), act.emits))
-        result.late += act.late
+        acts = driver.activate_keys(KeyBatch([key], [values], bounded=True, read_columns=True))
+        emits = acts.emits[0]
+        if outputs is not None and emits:
+            outputs.check(driver.step_id, key, emits)
+        result.outputs.extend(zip(repeat(key), emits))
+        result.late += acts.metrics.rows_late
         result.activations += 1
-        result.metrics += act.metrics()
-        if act.state is not None:
-            result.snapshots[key] = act.snapshot
-            if act.timer is not None:
-                result.timers[key] = from_epoch_ms(act.timer)
+        result.metrics += acts.metrics
+        if acts.states[0] is not None:
+            result.snapshots[key] = acts.snapshots[0]
+            if acts.timers[0] is not None:
+                result.timers[key] = from_epoch_ms(acts.timers[0])
     result.batch_metrics.append(result.metrics)
     return result
 

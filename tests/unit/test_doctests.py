@@ -7,7 +7,8 @@ import pytest
 
 MODULES = [
     "sparkwax", "sparkwax.errors", "sparkwax.logic", "sparkwax.timers", "sparkwax.recovery",
-    "sparkwax._driver", "sparkwax.testing", "sparkwax.testing.runner",
+    "sparkwax._driver", "sparkwax._driver.results", "sparkwax._driver.order",
+    "sparkwax._driver.routes", "sparkwax.testing", "sparkwax.testing.runner",
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
     "sparkwax.testing.strategies.check", "sparkwax.cli.state",
     "sparkwax.operators.windows.windowers", "sparkwax.operators.windows._aggs",

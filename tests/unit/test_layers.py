@@ -3,7 +3,8 @@
 ``TYPE_CHECKING`` blocks included), so a new module is checked too.
 
 - core: every module directly under ``sparkwax/`` but ``__init__.py``
-  (``logic``, ``timers``, ``_driver``, ``paths``...): imports only the core,
+  (``logic``, ``timers``, ``paths``...), and ``sparkwax/_driver``,
+  ``schema`` and ``checkpoint_format``: imports only the core,
   never pyspark, pandas, pyarrow or hypothesis;
 - engine (``sparkwax/engine``): the core and itself, never operators,
   testing or cli;
@@ -37,7 +38,8 @@ from kit import PACKAGE
 ROOT = PACKAGE.name
 
 SUBPACKAGE_LAYERS = {"engine": "engine", "operators": "operators", "testing": "testing",
-                     "cli": "cli", "schema": "core", "checkpoint_format": "core"}
+                     "cli": "cli", "schema": "core", "checkpoint_format": "core",
+                     "_driver": "core"}
 ROOT_MODULE_LAYERS = {"frames": "surface"}  # the DataFrame-level operators: engine + operators
 MAY_IMPORT = {
     "core": {"core"},
@@ -241,7 +243,8 @@ def test_the_root_imports_the_engine_lazily():
 
 def test_every_module_has_a_layer():
     layers = {_relative(p): layer_of(_relative(p)) for p in modules()}
-    assert layers["_driver.py"] == layers["checkpoint_format/paths.py"] == layers["logic.py"] == "core"
+    assert layers["_driver/routes.py"] == layers["checkpoint_format/paths.py"] == "core"
+    assert layers["_driver/__init__.py"] == layers["logic.py"] == "core"
     assert layers["engine/planning/plan.py"] == "engine" and layers["cli/demo/logics.py"] == "cli"
     assert layers["__init__.py"] == "root"
     assert layers["frames.py"] == "surface" and layers["step.py"] == "core"

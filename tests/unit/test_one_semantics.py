@@ -1,6 +1,6 @@
 """The hosts only translate: no module of ``sparkwax/engine`` or
 ``sparkwax/testing`` reaches into the driver's internals or compares times
-itself (ordering, lateness, wake-ups and timeouts live in ``_driver.py`` and
+itself (ordering, lateness, wake-ups and timeouts live in ``_driver/`` and
 ``timers.py``). Read from the source with ``ast``, so a new module is
 checked too."""
 
@@ -46,7 +46,7 @@ def test_a_host_compares_no_times(path):
             names = [_name(side) for side in (node.left, *node.comparators)]
             timed = [n for n in names if any(word in n.lower() for word in TIME_WORDS)]
             assert not timed, (f"{path.name}:{node.lineno} compares {timed}: a time rule "
-                               "belongs in _driver.py or timers.py")
+                               "belongs in _driver/ or timers.py")
 
 
 def test_the_check_sees_a_time_comparison():

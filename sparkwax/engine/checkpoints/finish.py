@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, Union
 
 import pandas as pd
 
-from ..._driver import Driver, sorted_keys
+from ..._driver import Clocks, Driver, KeyBatch, sorted_keys
 from ...errors import ConfigError
 from ...logic import Builder
 from ...step import Step, StepOptions, as_step
@@ -46,11 +46,14 @@ def finish_packed(spark: Any, checkpoint: str, frame: DataFrame, driver: Driver,
     emitted: List[Tuple[Any, Tuple[Any, ...], List[Any]]] = []
     with explained(spark, checkpoint):
         stored = {key: (blob, timer) for key, blob, timer, _ in packed_blobs(frame, step_id)}
-    for key in sorted_keys(list(stored)):
-        blob, timer = stored[key]   # decoded strictly: a corrupt blob is a SnapshotError
-        act = driver.activate(key, blob, (), now_ms, eof=True, committed_timer=timer)
-        if act.emits:
-            emitted.append((key, (key,) if single else tuple(key), act.emits))
+    keys = sorted_keys(list(stored))
+    entries = [stored[key] for key in keys]  # decoded strictly: a corrupt blob is a SnapshotError
+    acts = driver.activate_keys(KeyBatch(keys, [()] * len(keys), [blob for blob, _ in entries],
+                                         [timer for _, timer in entries], eof=True),
+                                Clocks(now_ms))
+    for key, out in zip(keys, acts.emits):
+        if out:
+            emitted.append((key, (key,) if single else tuple(key), out))
     out_schema = T.StructType(list(key_type.fields) + list(schema.fields))
     if not emitted:
         empty: DataFrame = spark.createDataFrame([], out_schema)
@@ -134,15 +137,15 @@ class FinishHost:
     def __call__(self, frames: Iterator[Any]) -> Iterator[Any]:
         single = len(self.key_names) == 1
         for part in frames:
-            keys = list(zip(*(part[name].tolist() for name in self.key_names)))
-            for key_values, blob, timer in zip(keys, part[_BLOB].tolist(),
-                                               part[_TIMER].tolist()):
-                key = plain_key(key_values, single)
-                committed = None if pd.isna(timer) else int(timer)  # None, NaN or NA
-                act = self.driver.activate(key, bytes(blob), (), self.now_ms, eof=True,
-                                           committed_timer=committed)
-                if act.emits:
-                    yield self.outputs.frame(key, key_values, act.emits)
+            key_tuples = list(zip(*(part[name].tolist() for name in self.key_names)))
+            keys = [plain_key(key_values, single) for key_values in key_tuples]
+            acts = self.driver.activate_keys(KeyBatch(
+                keys, [()] * len(keys), [bytes(blob) for blob in part[_BLOB].tolist()],
+                [None if pd.isna(timer) else int(timer)  # None, NaN or NA
+                 for timer in part[_TIMER].tolist()], eof=True), Clocks(self.now_ms))
+            for key, key_values, out in zip(keys, key_tuples, acts.emits):
+                if out:
+                    yield self.outputs.frame(key, key_values, out)
 
 
 __all__ = ["FinishHost", "finish", "finish_packed"]

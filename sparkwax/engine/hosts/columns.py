@@ -125,7 +125,7 @@ def presorted(frame: pd.DataFrame, layout: InputLayout) -> Tuple[Optional[np.nda
     """``time_order``, and whether the event times read in that order are
     known to ascend without a null (an integer column, so no null, put in
     order or found in order by numpy): the host then tells the driver so
-    (``Driver.activate(times_ascending=True)``), which skips its own check
+    (``KeyBatch(ascending=True)``), which skips its own check
     of the order, a Python pass over every row.
 
     >>> layout = InputLayout(("v",), ("v",), (INTEGER,), True, (), "t")

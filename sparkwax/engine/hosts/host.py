@@ -12,7 +12,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from ..._driver import Driver
+from ..._driver import Clocks, Driver, KeyBatch
 from ...errors import SnapshotError
 from ...timers import TimeMode
 from .columns import InputLayout, group_frame, plain_key, presorted, read_group, time_order
@@ -57,21 +57,31 @@ class StreamingHost:
         stored, committed_timer = state.get if state.exists else (None, None)
         now_ms = self.driver.now_ms(state.getCurrentWatermarkMs,
                                     state.getCurrentProcessingTimeMs)
-        act = self.driver.activate(key, stored, values, now_ms, event_times=times, order=order,
-                                   committed_timer=committed_timer, times_ascending=ascending)
-        if act.state is None:
+        acts = self.driver.activate_keys(one_key(key, values, stored, committed_timer, times,
+                                                 order, ascending), Clocks(now_ms))
+        blob, armed, emits = acts.states[0], acts.armed[0], acts.emits[0]
+        if blob is None:
             state.remove()
         else:
-            check_snapshot_size(self.driver.step_id, key, len(act.state), self.max_snapshot_bytes)
+            check_snapshot_size(self.driver.step_id, key, len(blob), self.max_snapshot_bytes)
             # update() clears the timeout, so arm it after every update.
-            state.update((act.state, act.timer))
-            if act.armed is not None and self.timeout_conf != NO_TIMEOUT:
-                arm(state, self.driver.time, act.armed, now_ms)
-        counts = act.metrics() if self.outputs.metrics else None
-        if act.emits:
-            yield self.outputs.frame(key, key_values, act.emits, counts)
+            state.update((blob, acts.timers[0]))
+            if armed is not None and self.timeout_conf != NO_TIMEOUT:
+                arm(state, self.driver.time, armed, now_ms)
+        counts = acts.metrics if self.outputs.metrics else None
+        if emits:
+            yield self.outputs.frame(key, key_values, emits, counts)
         elif counts is not None:
             yield self.outputs.metrics_frame(key_values, counts)
+
+
+def one_key(key: Any, values: Sequence[Any], stored: Optional[bytes], committed: Any,
+            times: Optional[List[Optional[int]]], order: Any, ascending: bool = False
+            ) -> KeyBatch:
+    """The ``KeyBatch`` of one Spark group's key."""
+    return KeyBatch((key,), (values,), (stored,), (committed,),
+                    None if times is None else (times,), None if order is None else (order,),
+                    ascending=ascending)
 
 
 def check_snapshot_size(step_id: str, key: Any, size: int, limit: Optional[int],
@@ -117,7 +127,9 @@ class BoundedHost:
     def __call__(self, key_values: Tuple[Any, ...], frame: pd.DataFrame) -> pd.DataFrame:
         key = plain_key(key_values, self.single_key)
         values, times, order = read_group(frame, self.layout, time_order(frame, self.layout))
-        act = self.driver.activate_bounded(key, values, event_times=times, order=order)
-        if not act.emits:
+        emits = self.driver.activate_keys(KeyBatch(
+            (key,), (values,), event_times=None if times is None else (times,),
+            order=None if order is None else (order,), bounded=True)).emits[0]
+        if not emits:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
-        return self.outputs.frame(key, key_values, act.emits)
+        return self.outputs.frame(key, key_values, emits)

@@ -4,10 +4,9 @@ Spark's pandas stateful path costs milliseconds per group per micro-batch
 whatever the logic does. The packed host groups rows by a stable hash bucket
 of the key (``pmod(xxhash64(key), buckets)``) and, inside one call, runs the
 shared driver once per user key that has rows, or whose timer the per-key host
-would have woken (the same ``armed_timeout`` method of the time mode, kept per key); a
-step without event times, ``order_by`` or sides runs all of them in one
-``Driver.activate_plain_keys`` call (one call per key cost ~20% of the host's
-Python at 100k keys, ``benchmarks/host_sim.py``). A bucket's
+would have woken (the same ``armed_timeout`` method of the time mode, kept per key),
+all of them in one ``Driver.activate_keys`` call (one call per key cost ~20%
+of the host's Python at 100k keys, ``benchmarks/host_sim.py``). A bucket's
 state row is ``(keys binary, buckets long)``: ``keys`` is a ``Bucket`` (see
 ``bucket.py``: per key its snapshot blob, timer and armed timeout, stored by
 column); blobs of keys that did not run are copied as bytes, never decoded or
@@ -22,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from ..._driver import Driver, sorted_keys
+from ..._driver import Clocks, Driver, KeyBatch, sorted_keys
 from ...errors import ConfigError
 from ...metrics import StepMetrics
 from ...young_gc import fewer_collections
@@ -73,6 +72,33 @@ class KeyRuns:
             found.append(() if position is None
                          else values[bounds[position]:bounds[position + 1]])
         return found
+
+    def columns_of(self, keys: Sequence[Any], timed: bool
+                   ) -> Tuple[List[Sequence[Any]], Optional[List[Optional[Times]]],
+                              List[Optional[List[List[Any]]]]]:
+        """Each key's ``rows`` as three columns (a key without rows: no
+        values, no event times (``[]`` when ``timed``, else None), no order).
+
+        >>> runs = KeyRuns(["a"], [0, 2], [1, 2], [5, 6], None)
+        >>> runs.columns_of(["z", "a"], True)
+        ([(), [1, 2]], [[], [5, 6]], [None, None])
+        """
+        values: List[Sequence[Any]] = []
+        times: List[Optional[Times]] = []
+        order: List[Optional[List[List[Any]]]] = []
+        get = self.positions.get
+        for key in keys:
+            position = get(key)
+            if position is None:
+                values.append(())
+                times.append([] if timed else None)
+                order.append(None)
+            else:
+                key_values, key_times, key_order = self.rows(position)
+                values.append(key_values)
+                times.append(key_times)
+                order.append(key_order)
+        return values, times if timed else None, order
 
     def rows(self, position: int
              ) -> Tuple[Sequence[Any], Optional[Times], Optional[List[List[Any]]]]:
@@ -190,12 +216,7 @@ class PackedHost:
         positions = runs.positions
         keys = sorted_keys(runs.keys + [key for key in bucket.due(now_ms)
                                         if key not in positions])
-        # Rows without event times nor order: the driver's flattened
-        # activation, all the bucket's keys in one call.
-        plain = (self.layout.event_column is None and not self.layout.order_by
-                 and self.driver.flat_activation() is not None)
-        counts, emitted = (self._run_plain if plain else self._run_each)(bucket, runs, keys,
-                                                                          now_ms)
+        counts, emitted = self._run_keys(bucket, runs, keys, now_ms)
         self._commit(state, bucket, now_ms)
         if emitted:
             return self.outputs.frame_of(emitted, counts)
@@ -203,61 +224,26 @@ class PackedHost:
             return self.outputs.metrics_frame(self._key_values(keys[-1]), counts)
         return None
 
-    def _run_plain(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
-                   ) -> Tuple[StepMetrics, List[Any]]:
-        """``keys`` through ``Driver.activate_plain_keys``, their results
+    def _run_keys(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
+                  ) -> Tuple[StepMetrics, List[Any]]:
+        """``keys`` through one ``Driver.activate_keys`` call, their results
         recorded in ``bucket``: the counts and the emitted groups."""
         stored, committed = bucket.entries_of(keys)
-        acts = self.driver.activate_plain_keys(keys, stored, runs.values_of(keys), committed,
-                                               now_ms)
+        times: Optional[List[Optional[Times]]] = None
+        order: Optional[List[Optional[List[List[Any]]]]] = None
+        if self.layout.event_column is None and not self.layout.order_by:
+            values = runs.values_of(keys)
+        else:
+            values, times, order = runs.columns_of(keys, self.layout.event_column is not None)
+        acts = self.driver.activate_keys(
+            KeyBatch(keys, values, stored, committed, times, order, ascending=runs.ascending),
+            Clocks(now_ms))
         bucket.put_all(keys, acts.states, acts.timers,
                        acts.armed if self.timeout_conf != NO_TIMEOUT else None)
         single = self.single
         emitted = [(key, (key,) if single else key, out)
                    for key, out in zip(keys, acts.emits) if out]
         return acts.metrics, emitted
-
-    def _run_each(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
-                  ) -> Tuple[StepMetrics, List[Any]]:
-        """``keys`` one ``Driver.activate`` each (event times, ``order_by``
-        or sides), their results recorded in ``bucket``: the counts and the
-        emitted groups."""
-        positions = runs.positions
-        no_times: Optional[Times] = [] if self.layout.event_column is not None else None
-        activate = self.driver.activate
-        single = self.single
-        emitted = []
-        rows = late = fired = created = discarded = emits = callback_us = 0
-        timed = self.timeout_conf != NO_TIMEOUT
-        values: Sequence[Any]
-        times: Optional[Times] = None
-        ascending = runs.ascending
-        order: Optional[List[List[Any]]] = None
-        for key in keys:
-            position = positions.get(key)
-            if position is None:
-                values, times, order = (), no_times, None
-            else:
-                values, times, order = runs.rows(position)
-            stored, committed = bucket.entry(key)
-            # The Activation's counts summed as plain ints (a StepMetrics per key costs more).
-            act = activate(key, stored, values, now_ms, event_times=times, order=order,
-                           committed_timer=committed, times_ascending=ascending)
-            out = act.emits
-            if act.state is None:
-                bucket.remove(key)
-            else:
-                bucket.put(key, act.state, act.timer, act.armed if timed else None)
-            if out:
-                emitted.append((key, (key,) if single else key, out))
-            rows += act.rows
-            late += act.late
-            fired += act.fired
-            created += act.created
-            discarded += act.discarded
-            emits += len(out)
-            callback_us += act.callback_us
-        return StepMetrics(rows, late, fired, created, discarded, emits, callback_us), emitted
 
     def _restore(self, state: Any) -> Bucket:
         if not state.exists:
@@ -316,13 +302,12 @@ class PackedBoundedHost:
         self.single = len(self.key_names) == 1
 
     def __call__(self, bucket_key: Any, frame: pd.DataFrame) -> pd.DataFrame:
-        emitted = []
-        for key_values, values, times, order in split_by_key(frame, self.key_names,
-                                                             self.layout):
-            key = key_values[0] if self.single else key_values
-            act = self.driver.activate_bounded(key, values, event_times=times, order=order)
-            if act.emits:
-                emitted.append((key, key_values, act.emits))
+        runs = list(split_by_key(frame, self.key_names, self.layout))
+        keys = [key_values[0] if self.single else key_values for key_values, *_ in runs]
+        acts = self.driver.activate_keys(KeyBatch(
+            keys, [run[1] for run in runs], event_times=[run[2] for run in runs],
+            order=[run[3] for run in runs], bounded=True))
+        emitted = [(key, run[0], out) for key, run, out in zip(keys, runs, acts.emits) if out]
         if not emitted:
             return pd.DataFrame()  # an empty typed frame trips Arrow on struct/array columns
         return self.outputs.frame_of(emitted)

@@ -31,14 +31,13 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from ..._driver import sorted_keys
-from ...metrics import StepMetrics
+from ..._driver import Clocks, KeyBatch, sorted_keys
 from ...timers import Deadlines
 from ...young_gc import fewer_collections
 from .bucket import NONE, Bucket
 from .columns import group_frame, plain_key, read_group
-from .host import StreamingHost, check_snapshot_size
-from .packed import PackedHost, Times, _drain, key_runs
+from .host import StreamingHost, check_snapshot_size, one_key
+from .packed import PackedHost, _drain, key_runs
 
 TIMEOUT = "ProcessingTimeTimeout"
 
@@ -63,18 +62,18 @@ class TwoClockHost(StreamingHost):
         else:
             values, times, order = read_group(group_frame(frames), self.layout)
         key = plain_key(key_values, self.single_key)
-        act = self.driver.activate(key, stored, values, watermark_ms, event_times=times,
-                                   order=order, committed_timer=timer,
-                                   processing_ms=processing_ms)
-        if act.state is None:
+        acts = self.driver.activate_keys(one_key(key, values, stored, timer, times, order),
+                                         Clocks(watermark_ms, processing_ms))
+        blob, emits = acts.states[0], acts.emits[0]
+        if blob is None:
             state.remove()
         else:
-            check_snapshot_size(self.driver.step_id, key, len(act.state), self.max_snapshot_bytes)
-            state.update((act.state, act.timer, act.deadline))
-            _arm(state, act.timer, act.deadline, processing_ms)
-        counts = act.metrics() if self.outputs.metrics else None
-        if act.emits:
-            yield self.outputs.frame(key, key_values, act.emits, counts)
+            check_snapshot_size(self.driver.step_id, key, len(blob), self.max_snapshot_bytes)
+            state.update((blob, acts.timers[0], acts.deadlines[0]))
+            _arm(state, acts.timers[0], acts.deadlines[0], processing_ms)
+        counts = acts.metrics if self.outputs.metrics else None
+        if emits:
+            yield self.outputs.frame(key, key_values, emits, counts)
         elif counts is not None:
             yield self.outputs.metrics_frame(key_values, counts)
 
@@ -94,34 +93,21 @@ class TwoClockPackedHost(PackedHost):
             if len(bucket):
                 _arm(state, _any_timer(bucket, ()), bucket_deadline(bucket), processing_ms)
             return
-        no_times: Optional[Times] = [] if self.layout.event_column is not None else None
-        emitted = []
-        counts = StepMetrics()
-        key_values: Tuple[Any, ...] = ()
-        timers: List[Optional[int]] = []
         ran = sorted_keys(runs.keys + woken)
+        stored, committed = bucket.entries_of(ran)
+        values, times, order = runs.columns_of(ran, self.layout.event_column is not None)
         with fewer_collections():  # as PackedHost: many keys' containers live to the commit
-            for key in ran:
-                key_values = self._key_values(key)
-                position = runs.positions.get(key)
-                values, times, order = (((), no_times, None) if position is None
-                                        else runs.rows(position))
-                stored, committed = bucket.entry(key)
-                act = self.driver.activate(key, stored, values, watermark_ms,
-                                           event_times=times, order=order,
-                                           committed_timer=committed,
-                                           processing_ms=processing_ms)
-                if act.state is None:
-                    bucket.remove(key)
-                else:
-                    bucket.put(key, act.state, act.timer, act.deadline)
-                    timers.append(act.timer)
-                if act.emits:
-                    emitted.append((key, key_values, act.emits))
-                counts += act.metrics()
-            any_timer = (any(t is not None for t in timers)
+            acts = self.driver.activate_keys(
+                KeyBatch(ran, values, stored, committed, times, order),
+                Clocks(watermark_ms, processing_ms))
+            bucket.put_all(ran, acts.states, acts.timers, acts.deadlines)
+            any_timer = (any(t is not None for t, blob in zip(acts.timers, acts.states)
+                             if blob is not None)
                          or _any_timer(bucket, ran) is not None)
             self._commit_two_clocks(state, bucket, any_timer, processing_ms)
+        counts = acts.metrics
+        emitted = [(key, self._key_values(key), out) for key, out in zip(ran, acts.emits) if out]
+        key_values = self._key_values(ran[-1])
         if emitted:
             yield self.outputs.frame_of(emitted, counts)
         elif key_values and self.outputs.metrics:

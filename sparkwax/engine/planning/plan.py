@@ -39,6 +39,16 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 HostFunction = Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
+HOST_CLASSES: Dict[Tuple[str, bool, bool], type] = {
+    # (host, streaming, both timer kinds): the function Spark runs per group.
+    # Bounded input has no processing clock, so no two-clock host.
+    ("per_key", True, False): StreamingHost,
+    ("per_key", True, True): two_clock_hosts.TwoClockHost,
+    ("per_key", False, False): BoundedHost,
+    ("packed", True, False): PackedHost,
+    ("packed", True, True): two_clock_hosts.TwoClockPackedHost,
+    ("packed", False, False): PackedBoundedHost,
+}
 """What runs a step's groups: bounded or streaming, per key or packed."""
 
 STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
@@ -182,17 +192,17 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         projected = _never_late(projected, time)
     timeout = step_timeout(step, two_clocks)
     function: HostFunction
+    host_class = HOST_CLASSES[host, df.isStreaming, two_clocks]
     if host == "packed":
         assert buckets is not None  # _bucket_count set it above
         bucket = F.pmod(F.xxhash64(*grouped_on), F.lit(buckets)).alias(BUCKET_COLUMN)
         if not df.isStreaming:
-            function = PackedBoundedHost(driver, layout, outputs, keys)
+            function = host_class(driver, layout, outputs, keys)
             return projected.select("*", bucket).groupBy(BUCKET_COLUMN).applyInPandas(
                 _as_function(function, spark), schema=out_schema)
-        packed = two_clock_hosts.TwoClockPackedHost if two_clocks else PackedHost
         unpack = packed_unpacker(spark)
-        function = packed(driver, layout, outputs, timeout, keys, buckets,
-                          max_snapshot_bytes(spark), unpack)
+        function = host_class(driver, layout, outputs, timeout, keys, buckets,
+                              max_snapshot_bytes(spark), unpack)
         if unpack is not None:
             grouped = _prepacked(unblanked, bucket, buckets, time, keys, spark) \
                 .groupBy(BUCKET_COLUMN)
@@ -204,11 +214,10 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
                                    step_id, keys, fields, schema, time, timeout,
                                    state_layout(step, host, buckets, two_clocks)))
     if not df.isStreaming:
-        function = BoundedHost(driver, layout, outputs, single)
+        function = host_class(driver, layout, outputs, single)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
-    per_key = two_clock_hosts.TwoClockHost if two_clocks else StreamingHost
-    function = per_key(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
+    function = host_class(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
     grouped = _input_counted(projected, step_id, timeout, blanked).groupBy(*grouped_on)
     return _streaming_step(grouped, _as_function(function, spark), out_schema,
                            TWO_CLOCK_STATE_SCHEMA if two_clocks else STATE_SCHEMA,

@@ -16,6 +16,7 @@ from sparkwax._driver import Driver
 from sparkwax.errors import NO_VALUE, ReturnValueError
 from sparkwax.step import Step
 
+from kit import plain_keys
 from test_driver_steps import assert_error, driver, raised
 
 
@@ -157,7 +158,7 @@ def test_a_restored_logics_timer_that_raises_names_the_key_on_every_path():
     for call in (lambda: step.activate("k", stored, [], 0),
                  lambda: step.activate("k", stored, [], 0, eof=True),
                  lambda: step.activate_live("k", None, stored, [], 0),
-                 lambda: step.activate_plain_keys(["k"], [stored], [[]], [NO_VALUE], 0)):
+                 lambda: plain_keys(step, ["k"], [stored], [[]], [NO_VALUE], 0)):
         assert_error(raised(call), CallbackError, "s", "k", "notify_at", NO_VALUE,
                      "notify_at() raised ValueError('no timer')")
 
@@ -181,6 +182,6 @@ def test_the_committed_state_is_recovery_encodes_bytes(path):
     snapshot = {"n": 1, "big": list(range(50))}
     state = {"plain": lambda: step.activate("k", None, [snapshot], 0).state,
              "general": lambda: step.activate("k", None, [snapshot], 0, eof=True).state,
-             "plain_keys": lambda: step.activate_plain_keys(
-                 ["k"], [None], [[snapshot]], [NO_VALUE], 0).states[0]}[path]()
+             "plain_keys": lambda: plain_keys(step, ["k"], [None], [[snapshot]], [NO_VALUE],
+                                              0).states[0]}[path]()
     assert state == sparkwax.recovery.encode(snapshot, step_id="s", key="k")

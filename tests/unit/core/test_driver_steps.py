@@ -21,6 +21,7 @@ from sparkwax.recovery import encode
 from sparkwax.step import Step
 from sparkwax.testing.strategies import START
 
+from kit import plain_keys
 from test_fast_path_cases import Tally, at, general_driver, ms
 
 
@@ -45,8 +46,8 @@ def test_callback_us_is_the_activations_time_in_microseconds(entry):
     driver = Driver(Step.of(Slow, step_id="slow")) if entry in ("plain_keys", "activate", "live") \
         else general_driver(Slow, False)
     calls = {
-        "plain_keys": lambda: driver.activate_plain_keys(["a"], [None], [["x"]], [NO_VALUE],
-                                                         0).metrics.callback_us,
+        "plain_keys": lambda: plain_keys(driver, ["a"], [None], [["x"]], [NO_VALUE],
+                                         0).metrics.callback_us,
         "activate": lambda: driver.activate("a", None, ["x"], 0).callback_us,
         "general": lambda: driver.activate("a", None, ["x"], 0).callback_us,
         "live": lambda: driver.activate_live("a", None, None, ["x"], 0)[0].callback_us,
@@ -110,12 +111,12 @@ def restore_calls(driver):
     return {
         "activate": lambda stored: driver.activate("k", stored, [], 0),
         "live": lambda stored: driver.activate_live("k", None, stored, [], 0)[0],
-        "plain_keys": lambda stored: driver.activate_plain_keys(
-            ["k"], [stored], [[]], [NO_VALUE], 0),
+        "plain_keys": lambda stored: plain_keys(driver, ["k"], [stored], [[]], [NO_VALUE],
+                                                0),
     }
 
 
-@pytest.mark.parametrize("flat, entry", [  # activate_plain_keys is the flattened path only
+@pytest.mark.parametrize("flat, entry", [  # activate_keys is the flattened path only
     (True, "activate"), (True, "live"), (True, "plain_keys"), (False, "activate"),
     (False, "live")])
 def test_every_stored_form_restores(flat, entry):
@@ -206,8 +207,8 @@ def test_each_steps_error_names_the_callback_and_says_what_went_wrong(flat, what
     runs = [driver.activate, lambda key, stored, values, now: driver.activate_live(
         key, None, stored, values, now)]
     if flat:
-        runs.append(lambda key, stored, values, now: driver.activate_plain_keys(
-            [key], [stored], [values], [NO_VALUE], now))
+        runs.append(lambda key, stored, values, now: plain_keys(
+            driver, [key], [stored], [values], [NO_VALUE], now))
     for run_one in runs:
         if what == "builder":  # the builder fails when it restores the snapshot "builder"
             stored = driver.activate("k", None, ["builder"], 0).state
@@ -258,7 +259,7 @@ def test_a_batch_logic_gets_a_list_and_its_builder_error_names_the_key(flat, mon
     assert driver.activate("k", None, ("x", "y"), 0).emits == ["list"]
     assert driver.activate_live("k", None, None, ("x",), 0)[0].emits == ["list"]
     if flat:
-        assert driver.activate_plain_keys(["k"], [None], [("x",)], [NO_VALUE], 0).emits == \
+        assert plain_keys(driver, ["k"], [None], [("x",)], [NO_VALUE], 0).emits == \
             [["list"]]
     monkeypatch.setattr(ListOnly, "fail", True)
     with pytest.raises(sw.BuilderError) as caught:
@@ -285,7 +286,7 @@ def test_a_timer_fires_at_its_own_millisecond_and_not_before(builder, batch, fla
                                            committed_timer=ms(7))[0]
                 counts.append((act.fired, act.timer))
             else:
-                acts = driver.activate_plain_keys(["k"], [stored], [[]], [ms(7)], now_ms)
+                acts = plain_keys(driver, ["k"], [stored], [[]], [ms(7)], now_ms)
                 counts.append((acts.metrics.timers_fired, acts.timers[0]))
         assert counts == [(0, ms(7)), (1, None)], entry
 

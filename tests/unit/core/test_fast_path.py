@@ -1,5 +1,5 @@
 """The driver's flattened activation (``Driver._activate_plain``, both
-stored and live, and ``activate_plain_keys``, taken by a step without sides when an activation has
+stored and live, and ``activate_keys``, taken by a step without sides when an activation has
 no event times, nothing to order and is not EOF) gives what the general
 path gives: the same activations, results, warnings and errors. These tests
 run each case twice, once with the flattened path turned off, and compare.
@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sparkwax import operators as ops
-from sparkwax._driver import Activation, Driver
+from sparkwax._driver import Clocks, Driver, KeyBatch
 from sparkwax.errors import LogicError
 from sparkwax.logic import DISCARD, RETAIN, StatefulBatchLogic, StatefulLogic
 from sparkwax.step import Step
@@ -22,7 +22,7 @@ from sparkwax.testing import Batch, Crash, Tick, run
 from sparkwax.testing.reference import Counter, TransitionRecorder
 from sparkwax.testing.strategies import START, keyed_items, scripts
 
-from kit import at
+from kit import at, plain_keys
 
 _init = Driver.__init__
 
@@ -160,8 +160,8 @@ def test_a_builder_error_and_a_discard_are_the_same(restore):
 
 def test_the_flattened_path_is_taken_for_a_plain_step_only(monkeypatch):
     taken = []
-    plain = Driver._activate_plain
-    monkeypatch.setattr(Driver, "_activate_plain",
+    plain = Driver._plain_steps
+    monkeypatch.setattr(Driver, "_plain_steps",
                         lambda self, *a: taken.append(a[0]) or plain(self, *a))
     driver = Driver(Step.of(Counter, step_id="count"))
     first = driver.activate("k", None, ["a", "b"], now_ms=0)
@@ -221,8 +221,8 @@ def test_a_batch_step_is_the_same_on_both_paths(script, restore, options):
 
 def test_a_batch_step_takes_the_flattened_path(monkeypatch):
     taken = []
-    plain = Driver._activate_plain
-    monkeypatch.setattr(Driver, "_activate_plain",
+    plain = Driver._plain_steps
+    monkeypatch.setattr(Driver, "_plain_steps",
                         lambda self, *a: taken.append(a[0]) or plain(self, *a))
     driver = Driver(Step.of(BatchRecorder, step_id="batch", batch=True))
     first = driver.activate("k", None, ["x", "y"], now_ms=0)
@@ -231,28 +231,21 @@ def test_a_batch_step_takes_the_flattened_path(monkeypatch):
     assert (first.emits, again.emits, again.created) == ([2, "x", "y"], [3, "z"], 0)
 
 
-def test_flat_activation_is_what_activate_calls():
-    # The runner calls the flattened activation positionally (one call less
-    # per key); it must be the very function activate() takes for the case.
-    from sparkwax.errors import NO_VALUE
-
-    def fields(act):
-        return tuple(act[:Activation._fields.index("callback_us")]) + tuple(act[-2:])
-
-    driver = Driver(Step.of(Counter, step_id="count"))
-    flat = driver.flat_activation()
-    act, logic = flat("k", None, None, [1, 2], 0, NO_VALUE, False)
-    assert fields(act) == fields(driver.activate("k", None, [1, 2], 0)) and logic.count == 2
-    act, logic = flat("k", None, None, [1, 2], 0, NO_VALUE, True)
-    general, general_logic = driver.activate_live("k", None, None, [1, 2], 0)
-    assert fields(act) == fields(general) and logic.count == general_logic.count == 2
-    # Steps the flattened path does not take: none to call.
-    assert Driver(Step.of(lambda resume: Counter(resume), sides=["a", "b"])
-                  ).flat_activation() is None
-    learnt = Driver(Step.of(lambda resume: Counter(resume)))  # deadlines known after a build
-    assert learnt.flat_activation() is None
-    learnt.activate("k", None, [1], 0)
-    assert learnt.flat_activation() is not None
+def test_the_plain_route_is_picked_per_key(monkeypatch):
+    # One call for the batch; the route per key: the first key of a builder
+    # function builds the logic that tells whether the step has deadlines.
+    taken = []
+    plain = Driver._plain_steps
+    monkeypatch.setattr(Driver, "_plain_steps",
+                        lambda self, *a: taken.append(a[0]) or plain(self, *a))
+    learnt = Driver(Step.of(lambda resume: Counter(resume)))
+    acts = learnt.activate_keys(KeyBatch(["a", "b"], [[1], [2, 3]]), Clocks(0))
+    assert taken == ["b"] and acts.emits == [[1], [1, 2]] and acts.metrics.keys_created == 2
+    ordered = learnt.activate_keys(KeyBatch(["a", "b", "c"], [[1], [2, 3], []],
+                                            order=[[[0]], [[1, 0]], None], eof=False),
+                                   Clocks(0))
+    assert taken == ["b", "a", "c"] and ordered.emits == [[1], [1, 2], []]  # b: 2 rows to order
+    assert not Driver(Step.of(lambda resume: Counter(resume), sides=["a", "b"]))._plain
 
 
 class TimerKeptOutside(StatefulLogic):
@@ -305,15 +298,15 @@ def each_key(driver, batches):
 
 
 def many_keys(driver, batches):
-    """``each_key`` with each batch's keys in one ``activate_plain_keys``."""
+    """``each_key`` with each batch's keys in one ``activate_keys``."""
     from sparkwax.errors import NO_VALUE
 
     stored, committed, seen = {}, {}, []
     for now_ms, runs in batches:
         keys = [key for key, _ in runs]
-        acts = driver.activate_plain_keys(keys, [stored.get(k) for k in keys],
-                                          [values for _, values in runs],
-                                          [committed.get(k, NO_VALUE) for k in keys], now_ms)
+        acts = plain_keys(driver, keys, [stored.get(k) for k in keys],
+                          [values for _, values in runs],
+                          [committed.get(k, NO_VALUE) for k in keys], now_ms)
         counts = acts.metrics
         seen.append((list(zip(acts.emits, acts.states, acts.timers, acts.armed)),
                      [counts.rows_in, counts.timers_fired, counts.keys_created,
@@ -351,7 +344,7 @@ RESTORED = [(_ms(0), [("a", ["x", 5]), ("b", ["x"]), ("c", ["x", "x", "x", 6]),
 @given(batches=BATCHES, logic=st.sampled_from([(Wrong, False), (BatchRecorder, True)]))
 @example(batches=RESTORED, logic=(BatchRecorder, True))
 def test_many_keys_in_one_call_are_each_key_activated(batches, logic):
-    # The packed host runs a bucket's keys in one activate_plain_keys call:
+    # The packed host runs a bucket's keys in one activate_keys call:
     # the same results, counts, warnings and first error as one general
     # activation per key, in the same order.
     builder, batch = logic

@@ -1,5 +1,5 @@
 """Every count and restore case of the driver's plain activations, reached
-deterministically: ``activate_plain_keys`` (the packed host's call),
+deterministically: ``activate_keys`` (the packed host's call),
 ``activate`` and ``activate_live`` on the flattened path, each checked
 against expected values and against the general path (one ``activate`` per
 key, the flattened path turned off). The logic's state matters: a key that
@@ -20,6 +20,8 @@ from sparkwax.metrics import StepMetrics
 from sparkwax.recovery import decode
 from sparkwax.step import Step
 from sparkwax.testing.strategies import START
+
+from kit import plain_keys
 
 _init = Driver.__init__
 
@@ -120,14 +122,14 @@ def snapshot_of(state):
 
 
 def many_keys(driver):
-    """Each batch through one ``activate_plain_keys``: per key ``(emits,
+    """Each batch through one ``activate_keys``: per key ``(emits,
     snapshot, timer, armed)`` and the batch's counts."""
     stored, committed, seen = {}, {}, []
     for now_ms, runs in BATCHES:
         keys = [key for key, _ in runs]
-        acts = driver.activate_plain_keys(keys, [stored.get(k) for k in keys],
-                                          [values for _, values in runs],
-                                          [committed.get(k, NO_VALUE) for k in keys], now_ms)
+        acts = plain_keys(driver, keys, [stored.get(k) for k in keys],
+                          [values for _, values in runs],
+                          [committed.get(k, NO_VALUE) for k in keys], now_ms)
         assert len(acts.emits) == len(acts.states) == len(acts.timers) == len(acts.armed) \
             == len(keys)
         seen.append(({key: (emits, snapshot_of(state), timer, armed) for key, emits, state,
@@ -210,10 +212,10 @@ def test_live_logics_reach_every_case(builder, batch, expected, flat):
 def test_the_plain_keys_run_at_their_clock_and_restore_their_state():
     # Batch 3 alone, from batch 2's state: f reads the bucket's clock, a goes on counting.
     driver = Driver(Step.of(Tally, step_id="tally"))
-    first = driver.activate_plain_keys(["a", "f"], [None, None], [["x", "x"], ["x"]],
-                                       [NO_VALUE, NO_VALUE], ms(0))
-    acts = driver.activate_plain_keys(["a", "f"], first.states, [["x"], ["now"]],
-                                      first.timers, ms(20))
+    first = plain_keys(driver, ["a", "f"], [None, None], [["x", "x"], ["x"]],
+                       [NO_VALUE, NO_VALUE], ms(0))
+    acts = plain_keys(driver, ["a", "f"], first.states, [["x"], ["now"]], first.timers,
+                      ms(20))
     assert acts.emits == [[3], [at(20)]]
     assert [snapshot_of(s) for s in acts.states] == [(3, None), (2, None)]
     assert acts.metrics.deterministic() == StepMetrics(2, 0, 0, 0, 0, 2).deterministic()
