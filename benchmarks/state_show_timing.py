@@ -17,7 +17,7 @@ t0 = time.time()
 marks = []
 def mark(what): marks.append((what, time.time() - t0))
 import pyspark.java_gateway as jg, pyspark.context as pc
-import sparkwax.engine.deploy.session as S, sparkwax.engine.checkpoints.snapshots as C
+import sparkwax.engine.session.local_session as S, sparkwax.engine.checkpoints.snapshots as C
 mark("imports (pyspark, sparkwax)")
 orig_lg = jg.launch_gateway
 def lg(*a, **k):

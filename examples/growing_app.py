@@ -12,7 +12,7 @@ Without ``--master`` and ``--partitions`` it runs on sparkwax's defaults
 (``sw.local_session()``: local[*], state partitions = cores). docs/deploy.md,
 "Growing", runs it, rescales its checkpoint with ``sparkwax state rescale``,
 restarts it on a cluster and checks ``TotalsV2`` against the stored state
-with ``sparkwax state check``; tests/spark/test_rescale.py runs those
+with ``sparkwax state check``; tests/spark/checkpoints/test_rescale.py runs those
 commands.
 """
 

@@ -15,7 +15,7 @@ from .errors import (BuilderError, CallbackError, CheckpointError, ConfigError, 
                      ReturnValueError, SchemaError, SnapshotError, SparkwaxError)
 from .clock import Clock, current_clock, now, processing_now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
-from .rebuild import task_errors
+from ._ops.rebuild import task_errors
 from .step import Step, StepOptions
 from .timers import EventTime, ProcessingTime
 
@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 import os as _os
 
 if _os.environ.get("SPARKWAX_FAILURE_FILE"):  # under `sparkwax submit`: its short failure block
-    from .failure import install_hook as _install_hook
+    from ._ops.failure import install_hook as _install_hook
     _install_hook()
 
 _ENGINE_NAMES = ("finish", "follow", "local_session", "read_state", "rescale", "start",

@@ -3,7 +3,7 @@
 Each case runs one Bytewax operator through Bytewax's own ``run_main`` and
 gives the sparkwax builder (plus what a bounded Spark run needs), so
 tests/unit/operators/test_bytewax_family.py (offline runner) and
-tests/spark/test_bytewax_family_spark.py (bounded Spark) compare per key.
+tests/spark/operators/test_bytewax_family_spark.py (bounded Spark) compare per key.
 ``bytewax_snapshots`` reads what Bytewax's recovery store holds per key before
 EOF, for the cases whose snapshots are compared (``Case.snapshots``).
 

@@ -3,7 +3,7 @@
 Each case is a logic, one micro-batch of ``(key, value)`` items, the step
 options and the outputs per key every host must give:
 tests/unit/testing/test_cross_host.py runs them offline (restore "always" and
-"on_crash", and bounded), tests/spark/test_cross_host_spark.py on Spark
+"on_crash", and bounded), tests/spark/hosts/test_cross_host_spark.py on Spark
 (per-key and packed hosts, streaming and bounded).
 """
 

@@ -140,7 +140,7 @@ class SumV1(sw.StatefulLogic):
 
 def state_cli(argv):
     """``sparkwax state ARGV`` in this process; its exit code."""
-    from sparkwax.cli.state import state_command
+    from sparkwax.cli.commands.state import state_command
 
     parser = argparse.ArgumentParser()
     return state_command(parser)(parser.parse_args(argv))

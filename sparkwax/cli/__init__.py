@@ -7,7 +7,7 @@ Each subcommand is one function that takes its argparse sub-parser, adds its
 options and returns the handler (``handler(args) -> exit code``); registering
 it is one line in ``COMMANDS``: the function, or ``"module:function"`` for a
 command in a module of its own (imported when the parser is built, not with
-this package, so ``python -m sparkwax.cli.submit`` loads that module once).
+this package, so ``python -m sparkwax.cli.commands.submit`` loads that module once).
 Import heavy modules (pyspark) inside the handler, not at the top, so
 ``sparkwax --help`` stays instant::
 
@@ -54,9 +54,9 @@ def demo_command(parser: argparse.ArgumentParser) -> Handler:
 
 COMMANDS: Dict[str, Union[Command, str]] = {
     "demo": demo_command,
-    "state": "sparkwax.cli.state:state_command",
-    "submit": "sparkwax.cli.submit:submit_command",
-    "replay": "sparkwax.cli.replay:replay_command",
+    "state": "sparkwax.cli.commands.state:state_command",
+    "submit": "sparkwax.cli.commands.submit:submit_command",
+    "replay": "sparkwax.cli.commands.replay:replay_command",
 }
 
 

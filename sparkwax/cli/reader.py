@@ -9,7 +9,7 @@ import os
 from typing import Any, Dict, List
 
 from ..errors import ConfigError
-from ..checkpoint_format.paths import local_folder
+from ..engine.checkpoints.format.paths import local_folder
 
 # The reader's own session (when no --master): one core, one shuffle partition, a
 # fixed 1 GB driver (no machine sizing), no UI, and a JVM tuned to start fast (the
@@ -55,7 +55,7 @@ def conf_settings(args: argparse.Namespace) -> Dict[str, str]:
 def reader_session(args: argparse.Namespace, app_name: str) -> Any:
     """The Spark session that reads the checkpoint; a checkpoint that surely is
     on the local disk is checked first, so a wrong path fails before a JVM starts."""
-    from ..engine.deploy.session import local_session
+    from ..engine.session.local_session import local_session
 
     settings = {**verbose_settings(args), **conf_settings(args)}
     folder = None if args.remote else local_folder(args.checkpoint, settings, os.environ)
@@ -79,7 +79,7 @@ def verbose_settings(args: argparse.Namespace) -> Dict[str, str]:
     known-benign warnings and the stack traces (``logs.config_file``)."""
     if not getattr(args, "verbose", False) or getattr(args, "remote", None):
         return {}  # a Connect server's JVM logs by its own configuration
-    from ..engine.deploy import logs
+    from ..engine.session import log_levels as logs
 
     return {logs.CONF_KEY: logs.java_option(logs.spark_log_level(None), traces=True)}
 

@@ -21,14 +21,14 @@ if TYPE_CHECKING:  # type checkers see the real names; at run time __getattr__ l
     from .planning.plan import STATE_SCHEMA as STATE_SCHEMA, stateful as stateful
     from .planning.plan import stateful_batch as stateful_batch
     from .queries.progress import follow as follow
-    from .deploy.session import STATE_STORES as STATE_STORES, local_session as local_session
+    from .session.local_session import STATE_STORES as STATE_STORES, local_session as local_session
     from .queries.start import start as start
     from .checkpoints.state import read_state as read_state
     from .checkpoints.state.rescale import rescale as rescale
 
-_HOMES = {"STATE_SCHEMA": "planning.plan", "STATE_STORES": "deploy.session",
+_HOMES = {"STATE_SCHEMA": "planning.plan", "STATE_STORES": "session.local_session",
           "finish": "checkpoints.finish", "follow": "queries.progress",
-          "local_session": "deploy.session", "read_state": "checkpoints.state",
+          "local_session": "session.local_session", "read_state": "checkpoints.state",
           "rescale": "checkpoints.state.rescale", "start": "queries.start",
           "stateful": "planning.plan", "stateful_batch": "planning.plan"}
 

@@ -25,7 +25,7 @@ DataFrame-level functions are ``sparkwax.connect``, ``sparkwax.join``,
 from ..expiry import Ttl, with_ttl
 from ..limits import StateTooLarge, with_state_limit
 from ..sides import Tagged, tag
-from ._base import OperatorBuilder
+from ..builders import OperatorBuilder
 from .basic import stateful_filter, stateful_flat_map, stateful_map
 from .collecting import collect
 from .final import count_final, fold_final, max_final, min_final, reduce_final

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Tuple
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
-from ._base import OperatorBuilder, two_tuple
+from ..builders import OperatorBuilder, two_tuple
 
 Mapper = Callable[[Optional[Any], Any], Tuple[Optional[Any], Any]]
 if TYPE_CHECKING:  # PEP 696 defaults (typing has them from 3.13), for mypy --strict users

@@ -29,7 +29,7 @@ from typing import Any, Iterable, List, Optional, Tuple, Union, cast
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
-from ._base import (Duration, FieldSpec, OperatorBuilder, TimeOf, optional_timedelta,
+from ..builders import (Duration, FieldSpec, OperatorBuilder, TimeOf, optional_timedelta,
                     time_getter)
 
 _NOTHING: Tuple[()] = ()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Tuple
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
-from ._base import FieldSpec, OperatorBuilder, field_getter, identity
+from ..builders import FieldSpec, OperatorBuilder, field_getter, identity
 
 _NOTHING: Tuple[()] = ()
 if TYPE_CHECKING:  # PEP 696 defaults (typing has them from 3.13), for mypy --strict users

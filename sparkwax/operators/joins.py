@@ -29,7 +29,7 @@ from typing import Any, Dict, Hashable, Iterable, List, Optional, Sequence, Tupl
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
-from ._base import OperatorBuilder
+from ..builders import OperatorBuilder
 from ..sides import tag  # noqa: F401  (tag is used in the doctest)
 
 INSERT_MODES = ("first", "last", "product")

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, cast
 
 from ..clock import now as activation_now
-from ._base import aware, later
+from ..builders import aware, later
 
 
 class Timers:

@@ -34,7 +34,7 @@ from typing import Any, Iterable, List, Optional, Tuple, cast
 from ..clock import processing_now
 from ..errors import ConfigError
 from ..logic import DISCARD, Builder, ItemLogic, StatefulLogic
-from ._base import Duration, OperatorBuilder, as_timedelta
+from ..builders import Duration, OperatorBuilder, as_timedelta
 
 MaxWaitConfig = Tuple[Builder, timedelta]
 

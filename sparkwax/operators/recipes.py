@@ -27,7 +27,7 @@ from ..clock import now
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
 from ..timers import EPOCH
-from ._base import (Duration, FieldSpec, OperatorBuilder, TimeOf, as_timedelta, field_getter,
+from ..builders import (Duration, FieldSpec, OperatorBuilder, TimeOf, as_timedelta, field_getter,
                     later, time_getter)
 from .windows._aggs import Collect
 from .windows.core import WindowConfig, WindowLogic

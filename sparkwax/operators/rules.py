@@ -37,7 +37,7 @@ import uuid
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..errors import ConfigError
-from ._base import Duration, as_timedelta
+from ..builders import Duration, as_timedelta
 from ..builders import KeySpec, key_list
 
 _CACHE: Dict[str, Tuple[float, Any]] = {}   # per worker process: token -> (loaded at, data)

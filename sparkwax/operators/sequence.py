@@ -55,7 +55,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..errors import ConfigError
 from ..logic import DISCARD, RETAIN, StatefulLogic
-from ._base import Duration, FieldSpec, OperatorBuilder, TimeOf, as_timedelta, time_getter
+from ..builders import Duration, FieldSpec, OperatorBuilder, TimeOf, as_timedelta, time_getter
 from .many_timers import Timers
 
 CONTIGUITY = ("strict", "relaxed")

@@ -23,7 +23,7 @@ sparkwax.errors.SchemaError: step 'orders', key 'bob', output field 'items[1].pr
 """
 
 
-from .check import OutputSchema
+from .emit_check import OutputSchema
 from .ddl import parse_ddl, parse_type, struct_of, type_of_json
 from .sql_types import (ArrayType, BIGINT, BINARY, BOOLEAN, BinaryType, BooleanType, CharType, DATE,
                         DOUBLE, DateType, DecimalType, FLOAT, FractionalType, INT, IntegralType,

@@ -10,14 +10,14 @@ sparkwax[test]``); they load on first use. ``replay`` (run the micro-batches
 a checkpoint ran and compare them with its sink) needs Spark.
 """
 
-from .replay import ReplayResult, replay
+from .checkpoint_replay import ReplayResult, replay
 from .runner import RunResult, Runner, run, run_bounded
 from .script import Batch, Crash, Eof, Script, ScriptStep, Tick, describe
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
 if _TYPE_CHECKING:  # type checkers see check_logic; at run time __getattr__ loads it
-    from .strategies.check import check_logic as check_logic
+    from .strategies.logic_check import check_logic as check_logic
 
 __all__ = [  # a sorted list display, so that type checkers read it (test_exports)
     "Batch", "Crash", "Eof", "ReplayResult", "RunResult", "Runner", "Script", "ScriptStep",
@@ -27,7 +27,7 @@ __all__ = [  # a sorted list display, so that type checkers read it (test_export
 
 def __getattr__(name: str) -> _Any:
     if name == "check_logic":
-        from .strategies.check import check_logic
+        from .strategies.logic_check import check_logic
 
         return check_logic
     raise AttributeError(f"module 'sparkwax.testing' has no attribute {name!r}")

@@ -32,7 +32,7 @@ from ..schema import OutputSchema
 from ..step import Restore, Step, StepOptions, as_step, restore_mode
 from ..timers import (Deadlines, EventTime, Watermark, from_epoch_ms,
                       require_aware, timeout_fired, to_epoch_ms)
-from ..young_gc import fewer_collections
+from .._ops.young_gc import fewer_collections
 from .script import Batch, Crash, Eof, ScriptStep, Tick
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from ..engine.checkpoints.storage import join_path
 from ..errors import ConfigError
 from ..logic import Builder
 from ..metrics import StepMetrics, by_batch, steps_in
-from ..rebuild import task_errors
+from .._ops.rebuild import task_errors
 from ..step import Host, Step, StepOptions
 from .runner import RunResult
 from .script import Batch, Crash, Eof, ScriptStep, Tick

@@ -14,7 +14,7 @@ import sparkwax as sw
 from sparkwax import operators as ops
 from sparkwax.engine.checkpoints.snapshots import clear
 from sparkwax.engine.checkpoints.storage import SparkStorage, storage_for
-from sparkwax.cli.state import state_command
+from sparkwax.cli.commands.state import state_command
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import sparkwax as sw
-from sparkwax.engine.checkpoints.state.check import check_state
+from sparkwax.engine.checkpoints.state.restore_check import check_state
 from sparkwax.operators import Tagged, joiner
 from sparkwax.testing import run_bounded
 from sparkwax.testing.reference import Counter

@@ -62,7 +62,7 @@ NEVER = {  # third-party packages a layer must not import, even lazily
 }
 EXCEPTIONS = {  # a module allowed more than its layer, for good
     "testing/spark.py": {"engine", "pyspark"},  # the Spark harness: run a script on Spark
-    "testing/replay.py": {"engine"},  # replay reads a checkpoint and its sink with Spark
+    "testing/checkpoint_replay.py": {"engine"},  # replay reads a checkpoint and its sink with Spark
     #                                   (the engine, lazily); the comparison is pure
 }
 # Violations that exist today, each with who removes it: (importing module,
@@ -243,7 +243,7 @@ def test_the_root_imports_the_engine_lazily():
 
 def test_every_module_has_a_layer():
     layers = {_relative(p): layer_of(_relative(p)) for p in modules()}
-    assert layers["_driver/routes.py"] == layers["checkpoint_format/paths.py"] == "core"
+    assert layers["_driver/routes.py"] == layers["engine/checkpoints/format/paths.py"] == "core"
     assert layers["_driver/__init__.py"] == layers["logic.py"] == "core"
     assert layers["engine/planning/plan.py"] == "engine" and layers["cli/demo/logics.py"] == "cli"
     assert layers["__init__.py"] == "root"
@@ -404,10 +404,10 @@ def test_the_cycle_check_finds_a_cycle():
     assert cycles({"a": {"a"}, "b": set()}) == [["a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
     # engine: plan -> start -> replay; a replay importing plan inside a function closes it
-    lazy = {"engine/checkpoints/replay.py": (PACKAGE / "engine/checkpoints/replay.py").read_text()
+    lazy = {"engine/checkpoints/batch_history.py": (PACKAGE / "engine/checkpoints/batch_history.py").read_text()
             + "\n\ndef f():\n    from ..planning.plan import plan_step\n"}
     assert cycles(import_graph(False, lazy)) == []
-    trio = ("engine.planning.plan", "engine.checkpoints.replay", "engine.queries.start")
+    trio = ("engine.planning.plan", "engine.checkpoints.batch_history", "engine.queries.start")
     assert sorted(trio) in [[m for m in c if m in trio] for c in cycles(import_graph(True, lazy))]
     eager = {"engine/deploy/zips.py": "from .shipping import build_zip\n"}  # shipping -> zips
     assert cycles(import_graph(False, eager)) == [

@@ -47,7 +47,7 @@ def test_package_is_clean():
 # among the ignore's codes.
 STRICT_CORE = [
     "sparkwax._driver",
-    "sparkwax.checkpoint_format.logs",
+    "sparkwax.engine.checkpoints.format.metadata_logs",
     "sparkwax.builders",
     "sparkwax.clock",
     "sparkwax.errors",
@@ -56,15 +56,15 @@ STRICT_CORE = [
     "sparkwax.limits",
     "sparkwax.logic",
     "sparkwax.metrics",
-    "sparkwax.checkpoint_format.paths",
+    "sparkwax.engine.checkpoints.format.paths",
     "sparkwax.recovery",
     "sparkwax.schema",
-    "sparkwax.schema.check",
+    "sparkwax.schema.emit_check",
     "sparkwax.schema.ddl",
     "sparkwax.schema.sql_types",
     "sparkwax.sides",
     "sparkwax.step",
-    "sparkwax.tables",
+    "sparkwax._ops.tables",
     "sparkwax.timers",
 ]
 

@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ...errors import ConfigError, SparkwaxError
 from ...metrics import StepMetrics, by_batch
-from ...checkpoint_format.paths import join_path, scheme_of
+from ...engine.checkpoints.format.paths import join_path, scheme_of
 from ...timers import EPOCH, EventTime, duration_ms
 from . import clickstream
 from ...step import Host

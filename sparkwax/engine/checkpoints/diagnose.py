@@ -18,7 +18,7 @@ the step. sparkwax reads the files itself, through Spark's file system
   to), each decompressed with Spark's own codec (on a classic session) and
   its records checked;
 - ``explained(spark, checkpoint, ...)``: around a Spark call, turns its
-  failure into the sparkwax error a task raised (``sparkwax.rebuild``) or
+  failure into the sparkwax error a task raised (``sparkwax._ops.rebuild``) or
   into a ``CheckpointError`` when the checkpoint is damaged.
 
 >>> with explained(spark, "/data/ck"):                           # doctest: +SKIP
@@ -32,12 +32,12 @@ import re
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ...checkpoint_format.files import (STEPS_FILE, key_fields_of_schema_file, load_chains, log_message,
+from .format.files import (STEPS_FILE, key_fields_of_schema_file, load_chains, log_message,
                                 log_problem, lz4_framing_problem, metadata_problem,
                                 records_problem, state_file_name, state_message,
                                 step_of_operator, steps_file_message, steps_problem, zip_problem)
 from ...errors import CheckpointError, ConfigError, SparkwaxError
-from ...rebuild import rebuild
+from ..._ops.rebuild import rebuild
 from .offsets_files import offsets_problem
 from .storage import join_path, storage_for
 from ..spark_version import coordinator_bug, coordinator_message
@@ -77,7 +77,7 @@ def check_logs(store: Any, checkpoint: str, steps: Sequence[str] = ()) -> None:
     """A ``CheckpointError`` naming the first damaged log file a restart
     reads: the newest two files of ``offsets/``, the newest of ``commits/``,
     and ``metadata``; then what in the two offsets files parses but cannot
-    be run from (``sparkwax.checkpoint_format.offsets``)."""
+    be run from (``sparkwax.engine.checkpoints.format.offsets``)."""
     newest_offsets = []
     for log, newest in (("offsets", 2), ("commits", 1)):
         entries = sorted((e for e in store.list(join_path(checkpoint, log)) if e.name.isdigit()),

@@ -41,8 +41,8 @@ import time as wall_clock
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence
 
-from ...checkpoint_format.files import short_path, state_file_name
-from ...checkpoint_format.logs import file_log_entries, log_number
+from .format.files import short_path, state_file_name
+from .format.metadata_logs import file_log_entries, log_number
 from ...errors import CheckpointError, ConfigError
 from .liveness import live_holder
 from .storage import FileEntry, is_connect, join_path, storage_for

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Optional, Type
 
-from ...checkpoint_format.paths import join_path
+from .format.paths import join_path
 from ...errors import ConfigError, SparkwaxError
 from .storage import is_connect, storage_for
 

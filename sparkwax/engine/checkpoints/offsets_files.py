@@ -1,14 +1,14 @@
 """Read the files that say what an offsets file must agree with, and judge
-the newest offsets files with ``sparkwax.checkpoint_format.offsets`` (the restart check,
+the newest offsets files with ``sparkwax.engine.checkpoints.format.offsets`` (the restart check,
 ``diagnose.check_logs``, raises the ``CheckpointError``)."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ...checkpoint_format.logs import log_number, parse_offsets
+from .format.metadata_logs import log_number, parse_offsets
 from ...errors import SparkwaxError
-from ...checkpoint_format.offsets import (metadata_problem, pinned_conf_problem, source_problem,
+from .format.offsets import (metadata_problem, pinned_conf_problem, source_problem,
                              value_has_group_state)
 from .storage import join_path
 

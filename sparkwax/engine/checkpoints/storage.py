@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from ...errors import ConfigError
-from ...checkpoint_format.paths import join_path, scheme_of
+from .format.paths import join_path, scheme_of
 
 CLEARED_MARKER = "cleared by sparkwax"
 

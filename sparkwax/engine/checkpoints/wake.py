@@ -20,7 +20,7 @@ is not committed (Spark runs that one first anyway), on a first run, or over
 Spark Connect (no file API there: the query then waits for input, as Spark's
 own does).
 
->>> from sparkwax.checkpoint_format.logs import parse_offsets
+>>> from sparkwax.engine.checkpoints.format.metadata_logs import parse_offsets
 >>> last = parse_offsets(4, 'v1\\n{"batchWatermarkMs":5,"batchTimestampMs":9}\\n{"logOffset":3}\\n-')
 >>> print(idle_batch(last, next_watermark_ms=7, now_ms=100))
 v1
@@ -36,9 +36,9 @@ import sys
 import time as wall_clock
 from typing import Any, Callable, Optional
 
-from ...checkpoint_format.logs import OffsetEntry, parse_commit, parse_offsets
-from ...checkpoint_format.paths import join_path
-from .replay import log_files
+from .format.metadata_logs import OffsetEntry, parse_commit, parse_offsets
+from .format.paths import join_path
+from .batch_history import log_files
 from .storage import is_connect, storage_for
 
 

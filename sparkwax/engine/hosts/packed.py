@@ -24,7 +24,7 @@ import pandas as pd
 from ..._driver import Clocks, Driver, KeyBatch, sorted_keys
 from ...errors import ConfigError
 from ...metrics import StepMetrics
-from ...young_gc import fewer_collections
+from ..._ops.young_gc import fewer_collections
 from .bucket import Bucket, pickled_size
 from .columns import InputLayout, presorted, read_group, stack_frames
 from .radix import radix_argsort

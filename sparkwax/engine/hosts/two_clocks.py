@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..._driver import Clocks, KeyBatch, sorted_keys
 from ...timers import Deadlines
-from ...young_gc import fewer_collections
+from ..._ops.young_gc import fewer_collections
 from .bucket import NONE, Bucket
 from .columns import group_frame, plain_key, read_group
 from .host import StreamingHost, check_snapshot_size, one_key

@@ -28,10 +28,10 @@ from ..hosts.outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics
 from ..hosts.packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from ..hosts.prepack import PAYLOAD, pack_rows
 from .schemas import parse_schema
-from ..deploy.session import max_snapshot_bytes, packed_unpacker
+from ..session.local_session import max_snapshot_bytes, packed_unpacker
 from ..deploy.shipping import ship_function
 from ..hosts import two_clocks as two_clock_hosts
-from ..queries.recorded_counts import remember
+from .recorded_counts import remember
 from ..queries.start import STEP_METADATA
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def _replannable(df: DataFrame, step: Step, key: Union[str, Sequence[str]], host
                  buckets: Optional[int]) -> DataFrame:
     """``plan_step``; a streaming packed step whose buckets are the session's
     default is remembered so that ``sw.start`` can plan it again with the
-    bucket count its checkpoint recorded (``queries.recorded_counts``)."""
+    bucket count its checkpoint recorded (``planning.recorded_counts``)."""
     frame = plan_step(df, step, key, host=host, buckets=buckets)
     if host == "packed" and buckets is None and df.isStreaming:
         remember(frame, step.step_id,

@@ -112,7 +112,7 @@ _LIVE: Set[Listening] = set()  # listeners to remove when the program ends
 @atexit.register
 def remove_all() -> None:
     """Remove the listeners of queries nobody waited for, before py4j closes
-    (at exit, and from ``deploy.ending`` once it has stopped the queries)."""
+    (at exit, and from ``session.ending`` once it has stopped the queries)."""
     for listening in list(_LIVE):
         listening._remove()
 

@@ -58,7 +58,7 @@ class Query:
     def _explained(self) -> Iterator[None]:
         """``explained``; a task's error also gets ``batch_id``, the
         micro-batch that failed (the last committed one + 1), for
-        ``sparkwax.failure``'s block."""
+        ``sparkwax._ops.failure``'s block."""
         try:
             with explained(self._spark, self._checkpoint, steps=self._steps):
                 yield

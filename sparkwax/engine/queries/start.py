@@ -18,21 +18,21 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from ...checkpoint_format.files import STEPS_FILE
+from ..checkpoints.format.files import STEPS_FILE
 from ...errors import ConfigError
 from .catch_up import ONCE_CONF, asks_every_batch, bounded, stop_when_caught_up
 from ..checkpoints.diagnose import check_logs, read_steps
 from .progress import follow, stop_on_signals
 from .query import Query
 from .start_guard import guard_start
-from ..checkpoints.replay import keep_batch_plan, log_files
-from ...checkpoint_format.logs import parse_offsets
-from ..deploy.session import STATE_STORES
+from ..checkpoints.batch_history import keep_batch_plan, log_files
+from ..checkpoints.format.metadata_logs import parse_offsets
+from ..session.local_session import STATE_STORES
 from ..checkpoints.state.rescale import finish_interrupted
 from ..checkpoints.storage import is_connect, join_path, storage_for
 from ..checkpoints.liveness import Lease, refuse_if_live
 from ..checkpoints.wake import wake_timers
-from .recorded_counts import PARTITIONS_CONF, partitions_note, replanned
+from ..planning.recorded_counts import PARTITIONS_CONF, partitions_note, replanned
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -56,7 +56,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from ...clock import now
 from ...errors import ConfigError
 from ...logic import DISCARD, StatefulLogic
-from .._base import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,
+from ...builders import (Duration, FieldSpec, OperatorBuilder, epoch_us, field_getter, identity,
                      later, optional_timedelta, time_getter)
 from ..joins import JoinConfig
 from ._aggs import Agg, Collect, Count, Extreme, Fold, Join, Mean, Ordered, Reduce, Sum

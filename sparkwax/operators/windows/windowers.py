@@ -18,7 +18,7 @@ from typing import Tuple, Union, cast
 
 from ...errors import ConfigError
 from ...timers import EPOCH
-from .._base import Duration, as_timedelta, aware
+from ...builders import Duration, as_timedelta, aware
 
 _ZERO = timedelta(0)
 

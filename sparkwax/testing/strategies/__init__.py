@@ -255,7 +255,7 @@ def scripts(draw: st.DrawFn, *, items: Optional[SearchStrategy] = None,
 
 def __getattr__(name: str) -> Any:
     if name == "check_logic":
-        from .check import check_logic
+        from .logic_check import check_logic
 
         return check_logic
     raise AttributeError(name)

@@ -6,12 +6,12 @@ import argparse
 
 import pytest
 
-from sparkwax.cli.state import state_command
+from sparkwax.cli.commands.state import state_command
 
 
 @pytest.fixture
 def no_jvm(monkeypatch):
-    import sparkwax.engine.deploy.session as session
+    import sparkwax.engine.session.local_session as session
 
     def refuse(*args, **kwargs):
         raise AssertionError("a JVM was started")

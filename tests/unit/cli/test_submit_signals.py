@@ -41,7 +41,7 @@ CHILD = textwrap.dedent("""
         time.sleep(0.02)
 """)
 
-LAUNCHER = ("import os, sys; from sparkwax.cli.submit import run_stoppable; "
+LAUNCHER = ("import os, sys; from sparkwax.cli.commands.submit import run_stoppable; "
             "sys.exit(run_stoppable(sys.argv[1:], dict(os.environ)))")
 
 
@@ -131,7 +131,7 @@ def test_a_third_signal_kills_the_whole_group(tmp_path):
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
 def test_the_handlers_before_the_run_come_back(number):
-    from sparkwax.cli.submit import run_stoppable
+    from sparkwax.cli.commands.submit import run_stoppable
 
     before = signal.getsignal(number)
     assert run_stoppable([sys.executable, "-c", "raise SystemExit(5)"], dict(os.environ)) == 5

@@ -16,7 +16,7 @@ from sparkwax._driver import Driver
 from sparkwax.step import Step
 from sparkwax.testing import Batch, Eof, check_logic, run
 from sparkwax.testing.strategies import START, timestamped_items
-from sparkwax.testing.strategies.check import LogicCheckFailed
+from sparkwax.testing.strategies.logic_check import LogicCheckFailed
 
 from kit import T0
 from test_driver_steps import Keeper, driver

@@ -1,5 +1,5 @@
 """sparkwax.schema: Spark's types and DDL without a JVM, and the output checker
-(tests/spark/test_schema_spark.py checks the parser against Spark's own)."""
+(tests/spark/planning/test_schema_spark.py checks the parser against Spark's own)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The step options are declared once (``sparkwax.StepOptions``) and taken by
 every entry point; a wrong one is a ``ConfigError`` naming the step and the
-option on every offline entry point (the Spark ones: tests/spark/test_step_spark.py),
+option on every offline entry point (the Spark ones: tests/spark/planning/test_step_spark.py),
 checked in one place, the Step's own validation."""
 
 from __future__ import annotations
@@ -126,10 +126,10 @@ ENTRY_SOURCES = {
     "engine/planning/connecting.py": ["connect"],
     "frames.py": ["join"],
     "engine/checkpoints/finish.py": ["finish"],
-    "engine/checkpoints/state/check.py": ["check_state"],
+    "engine/checkpoints/state/restore_check.py": ["check_state"],
     "testing/runner.py": ["run", "run_bounded", "Runner.__init__"],
-    "testing/strategies/check.py": ["check_logic"],
-    "testing/replay.py": ["replay"],
+    "testing/strategies/logic_check.py": ["check_logic"],
+    "testing/checkpoint_replay.py": ["replay"],
     "testing/spark.py": ["run_script_on_spark"],  # the Spark test harness
     "step.py": ["Step.of", "as_step"],
 }

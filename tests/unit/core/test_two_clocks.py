@@ -17,7 +17,7 @@ from sparkwax.step import Step, uses_deadlines
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, run, run_bounded
 from sparkwax.testing.reference import Counter, IdleAlarm
 from sparkwax.testing.strategies import START, check_logic, timestamped_items
-from sparkwax.testing.strategies.check import LogicCheckFailed
+from sparkwax.testing.strategies.logic_check import LogicCheckFailed
 
 from kit import MIN, NOON as T0, REPO, plain_keys
 from test_driver_steps import NAIVE, Keeper, assert_error, driver, raised

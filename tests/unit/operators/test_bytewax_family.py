@@ -4,7 +4,7 @@ windower with every window operator, out-of-order items) through Bytewax's
 ``run_main`` and through sparkwax's offline runner, compared per key, window
 ids and open/close metadata included, and the snapshots each key holds before
 EOF (read from Bytewax's recovery store). The bounded Spark run of the same
-cases is tests/spark/test_bytewax_family_spark.py."""
+cases is tests/spark/operators/test_bytewax_family_spark.py."""
 
 from __future__ import annotations
 

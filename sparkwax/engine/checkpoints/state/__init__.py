@@ -2,7 +2,7 @@
 state as a DataFrame, decoded on the executors) and ``check_state`` (does
 every stored snapshot restore through a new logic)."""
 
-from .check import CheckResult, check_state
+from .restore_check import CheckResult, check_state
 from .frame import state_dataframe
 from .frame import state_dataframe as read_state
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
-from ....checkpoint_format.logs import file_log_entries, log_number, parse_offsets
+from ..format.metadata_logs import file_log_entries, log_number, parse_offsets
 from ....errors import CheckpointError
-from ....checkpoint_format.paths import join_path
+from ..format.paths import join_path
 
 PARTITIONS_CONF = "spark.sql.shuffle.partitions"
 COMPACT_CONF = "spark.sql.streaming.fileSink.log.compactInterval"

@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ....checkpoint_format.files import STEPS_FILE
+from ..format.files import STEPS_FILE
 from ....errors import CheckpointError, ConfigError
 from ...hosts.bucket import Bucket
 from ..snapshots import is_packed, require_checkpoint, state_frame

@@ -39,11 +39,11 @@ import time as wall_clock
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ....checkpoint_format.logs import parse_commit
-from ....checkpoint_format.files import (STEPS_FILE, recorded_buckets, state_file_name,
+from ..format.metadata_logs import parse_commit
+from ..format.files import (STEPS_FILE, recorded_buckets, state_file_name,
                                         with_buckets)
 from ....errors import CheckpointError, RescaleError
-from ....checkpoint_format.paths import join_path
+from ..format.paths import join_path
 from ..snapshots import active_session, newest_log_ms, require_checkpoint
 from ..diagnose import last_commit, operators, read_steps
 from ..liveness import Lease, refuse_if_live
@@ -345,7 +345,7 @@ def _steps_file(store: Any, checkpoint: str, partitions: int, buckets: Optional[
 
 def _crash_point(stage: str) -> None:
     """``$SPARKWAX_RESCALE_KILL_AT=<stage>``: this process kills itself with
-    SIGKILL there (tests/spark/test_rescale.py proves each stage recovers)."""
+    SIGKILL there (tests/spark/checkpoints/test_rescale.py proves each stage recovers)."""
     if os.environ.get(KILL_AT_ENV) == stage:
         os.kill(os.getpid(), signal.SIGKILL)
 

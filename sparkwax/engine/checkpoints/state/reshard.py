@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from ....errors import ConfigError
-from ....checkpoint_format.paths import join_path
+from ..format.paths import join_path
 from ...deploy.shipping import ship_function
 from ...spark_version import from_ddl, statestore_reader
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tu
 import pyarrow as pa
 
 from .... import recovery
-from ....snapshot_json import json_value
+from ...._ops.snapshot_json import json_value
 from ...hosts.bucket import Bucket
 from ...hosts.columns import plain_key
 

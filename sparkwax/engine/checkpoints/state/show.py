@@ -19,7 +19,7 @@ from ....timers import from_epoch_ms
 from ..snapshots import key_order
 from ...hosts.columns import plain_key
 from ..diagnose import explained
-from ...deploy.session import max_snapshot_bytes
+from ...session.local_session import max_snapshot_bytes
 from .frame import state_dataframe
 
 

@@ -1,0 +1,181 @@
+"""Exactly-once state and output through SIGKILL of the driver, on both state
+stores and both hosts (HDFS-backed with the per-key host on local paths,
+RocksDB with the packed host with input, output and checkpoint on a ViewFS
+mount, which only Spark's file system can open).
+
+The job (examples/recovery_app.py) runs in its own process group; it is killed
+with SIGKILL at randomly chosen micro-batches, restarted on the same checkpoint,
+and the final output rows and final state must equal an uninterrupted run's
+and the offline runner's."""
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from sparkwax.engine.checkpoints.snapshots import read_entries
+from sparkwax.engine.spark_version import has_statestore_reader
+from sparkwax.testing import Batch, Tick, run
+from sparkwax.testing.reference import Accumulator
+
+from kit import REPO, T0 as BASE, commits, stop_group
+
+pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
+
+APP = REPO / "examples" / "recovery_app.py"
+FILES = 10
+# the compatibility tier (tests/compat/run.sh, one run per older Spark line) kills once
+KILLS = 1 if os.environ.get("SPARKWAX_COMPAT_LINE") else 5
+TIME = __import__("sparkwax").EventTime("ts", watermark="2 minutes")
+
+
+def _make_input(folder: Path, rng: random.Random):
+    folder.mkdir()
+    batches, clock = [], BASE
+    for number in range(FILES):
+        items = []
+        for _ in range(rng.randint(3, 8)):
+            clock += timedelta(seconds=rng.randint(1, 200))
+            items.append((rng.choice("abcdef"), {"ts": clock - timedelta(seconds=rng.randint(0, 60)),
+                                                 "value": rng.randint(0, 50)}))
+        path = folder / f"part-{number:03d}.json"
+        path.write_text("".join(json.dumps({"key": k, "ts": v["ts"].isoformat(),
+                                            "value": v["value"]}) + "\n" for k, v in items))
+        os.utime(path, (1_600_000_000 + number,) * 2)
+        batches.append(items)
+    return batches
+
+
+def _batches_spark_ran(checkpoint: Path, files: list) -> list:
+    """The micro-batches as Spark cut them, from its offset and file-source logs.
+
+    After a crash between the file source writing its own log and the offset
+    log, Spark's file source hands the interrupted batch's file *and* the next
+    one to one micro-batch (maxFilesPerTrigger does not hold across that
+    restart), so with event time the cuts, and hence lateness and timers, can
+    differ from an uninterrupted run; sw.start, which the app uses, now writes
+    the planned batch's offsets first (tests/spark/checkpoints/test_replay.py). Exactly-once
+    is relative to these cuts. (sparkwax.testing.replay does the same with
+    Spark's reader.)"""
+    log_files = {}
+    for path in (checkpoint / "sources" / "0").iterdir():
+        if path.name.startswith("."):
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            log_files.setdefault(entry["batchId"], set()).add(Path(entry["path"]).name)
+    numbers = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    by_name = {f"part-{n:03d}.json": items for n, items in enumerate(files)}
+    script, previous = [], -1
+    for number in numbers:
+        offset = json.loads((checkpoint / "offsets" / str(number)).read_text().splitlines()[-1])
+        current = offset["logOffset"]
+        names = [name for index in range(previous + 1, current + 1)
+                 for name in sorted(log_files.get(index, []))]
+        script.append(Batch([item for name in names for item in by_name[name]]) if names
+                      else Tick())
+        previous = current
+    return script
+
+
+def _table(tmp: Path) -> str:
+    return "kill" + hashlib.sha1(str(tmp).encode()).hexdigest()[:8]  # a host name: no "_"
+
+
+def _mount(tmp: Path) -> dict:
+    return {f"spark.hadoop.fs.viewfs.mounttable.{_table(tmp)}.link./data": f"file://{tmp}"}
+
+
+def _location(tmp: Path, store: str, relative: str) -> str:
+    """How the job sees ``tmp/relative``: a local path, or through the ViewFS mount."""
+    return f"viewfs://{_table(tmp)}/data/{relative}" if store.endswith("viewfs") \
+        else str(tmp / relative)
+
+
+def _start(tmp: Path, name: str, store: str) -> subprocess.Popen:
+    backend, host = store.split("/")[:2]
+    confs = [arg for key, value in _mount(tmp).items() for arg in ("--conf", f"{key}={value}")]
+    return subprocess.Popen(
+        [sys.executable, str(APP), "--input", _location(tmp, store, "in"),
+         "--output", _location(tmp, store, f"{name}/out"),
+         "--checkpoint", _location(tmp, store, f"{name}/ck"), "--state-store", backend,
+         "--host", host, *confs],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
+
+
+def _run_to_end(tmp: Path, name: str, store: str) -> None:
+    process = _start(tmp, name, store)
+    try:
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0 and "done" in output, output[-3000:]
+    finally:
+        stop_group(process)
+
+
+def _run_with_kills(tmp: Path, name: str, store: str, rng: random.Random) -> list:
+    kill_points = sorted(rng.sample(range(1, FILES - 1), KILLS))
+    done_at = []
+    for point in kill_points:
+        process = _start(tmp, name, store)
+        try:
+            deadline = time.monotonic() + 300
+            while commits(tmp / name / "ck") < point and process.poll() is None:
+                assert time.monotonic() < deadline, "the job made no progress"
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, 0.4))  # land somewhere inside the next micro-batch
+        finally:
+            stop_group(process)
+        done_at.append(commits(tmp / name / "ck"))
+    _run_to_end(tmp, name, store)
+    return done_at
+
+
+def _outputs(spark, folder: str) -> Counter:
+    return Counter(tuple(row) for row in spark.read.parquet(folder).collect())
+
+
+def _state(spark, checkpoint: str) -> dict:
+    return {e.key: (e.snapshot, e.timer) for e in read_entries(spark, checkpoint)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", ["hdfs/per_key", "rocksdb/packed/viewfs"])
+def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, store):
+    for key, value in _mount(tmp_path).items():  # the shared session reads the state there
+        spark.conf.set(key[len("spark.hadoop."):], value)
+    rng = random.Random(f"kill-{store.split('/')[0]}")
+    files = _make_input(tmp_path / "in", rng)
+    _run_to_end(tmp_path, "calm", store)
+    killed_after = _run_with_kills(tmp_path, "killed", store, rng)
+    assert len(killed_after) == KILLS and killed_after[-1] < FILES + 1
+    try:
+        results = {}
+        for name in ("calm", "killed"):
+            ran = _batches_spark_ran(tmp_path / name / "ck", files)
+            assert sum(len(step.items) for step in ran if isinstance(step, Batch)) == \
+                sum(len(items) for items in files), f"{name}: every input row in one batch"
+            offline = run(Accumulator, ran, time=TIME)
+            outputs = _outputs(spark, _location(tmp_path, store, f"{name}/out"))
+            assert outputs == Counter((key, *value) for key, value in offline.outputs), name
+            state = None  # 3.5 has no state reader: the outputs (running totals) carry it
+            if has_statestore_reader(spark):
+                state = _state(spark, _location(tmp_path, store, f"{name}/ck"))
+                assert {k: v[0] for k, v in state.items()} == offline.snapshots, name
+            results[name] = (ran, outputs, state)
+        if results["killed"][0] == results["calm"][0]:  # Spark cut the batches the same way
+            assert results["killed"][1:] == results["calm"][1:], f"kills after {killed_after}"
+    except AssertionError:
+        keep = Path(tempfile.mkdtemp(prefix=f"sparkwax-kill-failure-{store.replace('/', '-')}-"))
+        shutil.copytree(tmp_path, keep, dirs_exist_ok=True)
+        print(f"kept the failing run's folders in {keep}")
+        raise
