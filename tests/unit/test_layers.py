@@ -38,8 +38,9 @@ from kit import PACKAGE
 ROOT = PACKAGE.name
 
 SUBPACKAGE_LAYERS = {"engine": "engine", "operators": "operators", "testing": "testing",
-                     "cli": "cli", "schema": "core", "checkpoint_format": "core",
-                     "_driver": "core"}
+                     "cli": "cli", "schema": "core", "_ops": "core", "_driver": "core"}
+FOLDER_LAYERS = {("engine", "checkpoints", "format"): "core"}  # what checkpoint files mean, as
+#                                                                 data: pure, read by testing too
 ROOT_MODULE_LAYERS = {"frames": "surface"}  # the DataFrame-level operators: engine + operators
 MAY_IMPORT = {
     "core": {"core"},
@@ -90,6 +91,9 @@ def layer_of(relative: str) -> str:
     parts = relative.replace("/", ".").split(".")
     if relative in ("", "__init__.py"):
         return "root"
+    for folder, layer in FOLDER_LAYERS.items():  # a folder of another layer's package
+        if parts[:len(folder)] == list(folder) and len(parts) > len(folder):
+            return layer
     if len(parts) > 1 and parts[0] in SUBPACKAGE_LAYERS:
         return SUBPACKAGE_LAYERS[parts[0]]
     if parts[0] in SUBPACKAGE_LAYERS:  # "engine" itself (imported as a package)
@@ -403,12 +407,12 @@ def test_the_cycle_check_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"a"}, "b": set()}) == [["a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
-    # engine: plan -> start -> replay; a replay importing plan inside a function closes it
-    lazy = {"engine/checkpoints/batch_history.py": (PACKAGE / "engine/checkpoints/batch_history.py").read_text()
+    # engine: plan -> host; a host importing plan inside a function closes it
+    lazy = {"engine/hosts/host.py": (PACKAGE / "engine/hosts/host.py").read_text()
             + "\n\ndef f():\n    from ..planning.plan import plan_step\n"}
     assert cycles(import_graph(False, lazy)) == []
-    trio = ("engine.planning.plan", "engine.checkpoints.batch_history", "engine.queries.start")
-    assert sorted(trio) in [[m for m in c if m in trio] for c in cycles(import_graph(True, lazy))]
+    pair = ("engine.hosts.host", "engine.planning.plan")
+    assert sorted(pair) in [[m for m in c if m in pair] for c in cycles(import_graph(True, lazy))]
     eager = {"engine/deploy/zips.py": "from .shipping import build_zip\n"}  # shipping -> zips
     assert cycles(import_graph(False, eager)) == [
         ["engine.deploy.app_modules", "engine.deploy.shipping", "engine.deploy.zips"]]
@@ -422,3 +426,90 @@ def test_an_import_of_its_own_package_is_a_cycle_at_module_level_only():
     lazy = {"operators/collecting.py": "def f():\n    from . import fold_final\n"
                                        "    import sparkwax\n"}
     assert cycles(import_graph(True, lazy)) == []
+
+
+# The engine's folders in order, top first: a module may import its own
+# folder and the folders below its own, never one above (imports inside
+# functions and under ``TYPE_CHECKING`` included), so no two folders import
+# each other, through any number of others. ``engine/__init__.py`` (the index
+# of the Spark entry points) stands above them all.
+ENGINE_ORDER = [
+    "session",             # the local session a program starts with; a quiet end stops queries
+    "queries",             # start and the Query, progress, stops
+    "checkpoints",         # tools on a checkpoint (finish, read_state, rescale, replay, check)
+    "planning",            # a step onto a DataFrame
+    "deploy",              # shipping to the executors; what a plan reads of the session
+    "hosts",               # what Spark runs per group
+    "spark_version",       # what the running Spark line can do
+    "checkpoints/format",  # what a checkpoint's files mean, as data (pure)
+]
+
+
+def engine_folder(relative: str) -> Optional[str]:
+    """``"engine/planning/plan.py"`` or ``"engine.planning.plan"`` -> ``"planning"``;
+    ``None`` for ``engine/__init__.py`` and outside the engine."""
+    parts = relative.removesuffix(".py").replace("/", ".").split(".")
+    if parts[0] != "engine" or parts[1:] in ([], ["__init__"]):
+        return None
+    if parts[1:3] == ["checkpoints", "format"]:
+        return "checkpoints/format"
+    return parts[1]
+
+
+def order_violations(path: Path, source: Optional[str] = None) -> List[str]:
+    """Where an engine module imports an engine folder above its own."""
+    module = _relative(path)
+    mine = engine_folder(module)
+    if mine is None:
+        return []
+    wrong = []
+    for found in imports_of(path, source):
+        theirs = engine_folder(found.target) if found.internal else None
+        if theirs is not None and ENGINE_ORDER.index(theirs) < ENGINE_ORDER.index(mine):
+            wrong.append(f"{module}:{found.line} imports {found.target} ({theirs}/ stands "
+                         f"above {mine}/)")
+    return wrong
+
+
+def test_every_engine_folder_has_its_place():
+    folders = {engine_folder(_relative(p)) for p in modules()} - {None}
+    assert folders == set(ENGINE_ORDER), "add the new folder to ENGINE_ORDER (and to " \
+        "docs/semantics.md \"Architecture\")"
+
+
+@pytest.mark.parametrize("path", [p for p in modules() if engine_folder(_relative(p))],
+                         ids=_relative)
+def test_an_engine_folder_imports_only_the_folders_below_it(path):
+    assert order_violations(path) == []
+
+
+@pytest.mark.parametrize("module, source", [
+    # the ring the order broke: planning -> queries -> checkpoints -> planning
+    ("engine/planning/plan.py", "from ..queries.start import step_descriptions\n"),
+    ("engine/checkpoints/state/restore_check.py",
+     "def f():\n    from ...queries.start import start\n"),
+    ("engine/planning/schemas.py", "from ..checkpoints.storage import storage_for\n"),
+    ("engine/deploy/session_confs.py", "from ..session.ending import stop_at_exit\n"),
+    ("engine/hosts/host.py", "if TYPE_CHECKING:\n    from ..planning.plan import Host\n"),
+    ("engine/checkpoints/format/files.py", "from ...spark_version import from_ddl\n"),
+])
+def test_the_order_check_finds_an_import_upwards(module, source):
+    found = order_violations(PACKAGE / module, source)
+    assert len(found) == 1 and "stands above" in found[0], found
+
+
+def test_a_planted_folder_ring_fails_the_order():
+    """Two folders that import each other: one of the two imports goes up."""
+    down = order_violations(PACKAGE / "engine/queries/start.py",
+                            "from ..checkpoints.diagnose import read_steps\n")
+    up = order_violations(PACKAGE / "engine/checkpoints/diagnose.py",
+                          "from ..queries.start import start\n")
+    assert down == [] and len(up) == 1
+
+
+def test_the_order_accepts_imports_downwards():
+    assert order_violations(PACKAGE / "engine/session/ending.py",
+                            "from ..queries.stopping import stop_quietly\n"
+                            "from ..checkpoints.format.paths import join_path\n"
+                            "from ..spark_version import running_batch_id\n"
+                            "from .interrupts import quiet_interrupts\n") == []

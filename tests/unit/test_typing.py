@@ -113,7 +113,7 @@ def test_public_all_lists_are_literal():
 
     for package in ("sparkwax", "sparkwax.operators", "sparkwax.operators.windows",
                     "sparkwax.testing", "sparkwax.testing.strategies", "sparkwax.engine",
-                    "sparkwax.engine.checkpoints.state", "sparkwax.schema"):
+                    "sparkwax.schema"):
         path = REPO.joinpath(*package.split("."), "__init__.py")
         tree = ast.parse(path.read_text())
         found = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))

@@ -236,7 +236,7 @@ def _prepare_checkpoint_uri(store: Any, checkpoint: str) -> None:
 
 def _master(spark: Any) -> str:
     """The master URL, or the Connect server's (a Connect client has no SparkContext)."""
-    from ...engine.checkpoints.storage import is_connect
+    from ...engine.deploy.session_confs import is_connect
 
     if is_connect(spark):
         return f"{spark.conf.get('spark.master', '?')} via Spark Connect"

@@ -30,7 +30,8 @@ from .format.metadata_logs import (OffsetEntry, PlannedBatch, file_offset, log_n
 from ...errors import ConfigError
 from ...timers import EPOCH
 from ..planning.schemas import parse_ddl
-from .storage import is_connect, join_path, storage_for
+from ..deploy.session_confs import is_connect
+from .storage import join_path, storage_for
 
 FILE_COLUMN = "__sw_file"
 HARNESS_BATCH, HARNESS_POSITION = "__sw_batch", "__sw_position"  # testing/spark.py's sink

@@ -45,7 +45,8 @@ from .format.files import short_path, state_file_name
 from .format.metadata_logs import file_log_entries, log_number
 from ...errors import CheckpointError, ConfigError
 from .liveness import live_holder
-from .storage import FileEntry, is_connect, join_path, storage_for
+from .storage import FileEntry, join_path, storage_for
+from ..deploy.session_confs import is_connect
 
 SPARK_CHECKED = ("offsets", "commits", "state")  # what Spark wants empty on batch 0
 FIRST_STATE_VERSION = 1  # the state version a query's batch 0 writes

@@ -42,7 +42,8 @@ from typing import Any, Callable, Dict, Optional, Type
 
 from .format.paths import join_path
 from ...errors import ConfigError, SparkwaxError
-from .storage import is_connect, storage_for
+from ..deploy.session_confs import is_connect
+from .storage import storage_for
 
 FILE = "sparkwax-live.json"
 BEAT_SECONDS = 2.0

@@ -22,7 +22,7 @@ from ...timers import from_epoch_ms
 from ..hosts.bucket import Bucket
 from ..hosts.columns import plain_key
 from .diagnose import check_logs, explained, read_steps
-from ..session.local_session import max_snapshot_bytes
+from ..deploy.session_confs import max_snapshot_bytes
 from .liveness import refuse_if_live
 from .storage import filesystem_error, join_path, storage_for
 from ..spark_version import statestore_reader

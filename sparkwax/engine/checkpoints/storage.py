@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from ...errors import ConfigError
+from ..deploy.session_confs import is_connect
 from .format.paths import join_path, scheme_of
 
 CLEARED_MARKER = "cleared by sparkwax"
@@ -80,11 +81,6 @@ def filesystem_error(path: str, error: BaseException) -> Optional[ConfigError]:
     scheme = scheme_of(path) or "(default)"
     return ConfigError(f"Spark has no file system for scheme {scheme!r} (path {path!r}): "
                        f"add {missing_filesystem_hint(scheme)}")
-
-
-def is_connect(spark: Any) -> bool:
-    """True for a Spark Connect session (no JVM in this process)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def storage_for(spark: Any) -> "HadoopStorage | SparkStorage":
@@ -296,4 +292,4 @@ def _same_path(found: str, asked: str) -> bool:
 
 
 __all__ = ["CLEARED_MARKER", "FileEntry", "HadoopStorage", "SparkStorage", "filesystem_error",
-           "is_connect", "join_path", "missing_filesystem_hint", "scheme_of", "storage_for"]
+           "join_path", "missing_filesystem_hint", "scheme_of", "storage_for"]

@@ -39,7 +39,8 @@ from typing import Any, Callable, Optional
 from .format.metadata_logs import OffsetEntry, parse_commit, parse_offsets
 from .format.paths import join_path
 from .batch_history import log_files
-from .storage import is_connect, storage_for
+from ..deploy.session_confs import is_connect
+from .storage import storage_for
 
 
 def idle_batch(last: OffsetEntry, next_watermark_ms: int, now_ms: int) -> str:

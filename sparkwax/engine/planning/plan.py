@@ -28,11 +28,11 @@ from ..hosts.outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics
 from ..hosts.packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from ..hosts.prepack import PAYLOAD, pack_rows
 from .schemas import parse_schema
-from ..session.local_session import max_snapshot_bytes, packed_unpacker
+from ..deploy.session_confs import max_snapshot_bytes, packed_unpacker
 from ..deploy.shipping import ship_function
 from ..hosts import two_clocks as two_clock_hosts
 from .recorded_counts import remember
-from ..queries.start import STEP_METADATA
+from .schemas import STEP_METADATA
 
 if TYPE_CHECKING:
     import pandas as pd

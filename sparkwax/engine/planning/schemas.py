@@ -19,8 +19,11 @@ from pyspark.sql import types as T
 
 from ...builders import KeySpec, key_list
 from ...errors import ConfigError
-from ..checkpoints.storage import is_connect
+from ..deploy.session_confs import is_connect
 from ..spark_version import from_ddl
+
+
+STEP_METADATA = "sparkwax.step"  # a step's description, in its output columns' metadata
 
 
 def ddl(data_type: T.DataType) -> str:

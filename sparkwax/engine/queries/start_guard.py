@@ -28,7 +28,7 @@ import threading
 from typing import Any, Callable, Dict, Optional, ParamSpec, Tuple, TypeVar
 
 from ..checkpoints.first_run import clear_dead_first_run
-from ..checkpoints.storage import is_connect
+from ..deploy.session_confs import is_connect
 from .progress import handling_signals
 
 Args = ParamSpec("Args")

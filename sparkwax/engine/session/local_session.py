@@ -11,7 +11,7 @@ the whole state store) gets a quarter of this machine's memory, between 1 GB
 ``$SPARK_DRIVER_MEMORY`` or spark-defaults.conf); the choice is logged on the
 ``sparkwax`` logger and readable as ``spark.conf.get("spark.driver.memory")``.
 A snapshot too large for that memory fails its step with a ``SnapshotError``
-naming the key and the size (``max_snapshot_bytes``).
+naming the key and the size (``deploy.session_confs.max_snapshot_bytes``).
 
 Configs frozen into a checkpoint (keep them when restarting a query on the
 same checkpoint): ``spark.sql.shuffle.partitions`` (the number of state
@@ -24,27 +24,16 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import Any, Dict, Optional
 
 from ...errors import ConfigError
+from ..deploy.session_confs import DRIVER_MEMORY, STATE_STORES, local_cores
 from ..spark_version import ALIKE_CONFS
-
-if TYPE_CHECKING:
-    from ..hosts.prepack import Unpacker
 
 _HADOOP_PREFIX = "spark.hadoop."
 _LOG = logging.getLogger("sparkwax")
-DRIVER_MEMORY = "spark.driver.memory"
 MEMORY_SHARE, MIN_MEMORY, MAX_MEMORY = 0.25, 1 << 30, 8 << 30
-MAX_SNAPSHOT_CONF = "spark.sparkwax.maxSnapshotBytes"
-SNAPSHOT_SHARE = 16  # a snapshot in flight holds ~12x its size of JVM heap (Arrow, rows, store)
-_MIN_SNAPSHOT_LIMIT, _MAX_SNAPSHOT_LIMIT = 8 << 20, 1 << 30
-STATE_STORES = {
-    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-}
 
 
 def local_session(master: Optional[str] = None, *, app_name: str = "sparkwax",
@@ -199,54 +188,6 @@ def _in_spark_defaults() -> bool:
         return False
 
 
-def parse_bytes(text: str) -> int:
-    """Spark's size strings in bytes.
-
-    >>> parse_bytes("1g"), parse_bytes("512m"), parse_bytes("64k"), parse_bytes("1000")
-    (1073741824, 536870912, 65536, 1000)
-    """
-    found = re.fullmatch(r"\s*(\d+)\s*([kmgtp]?)b?\s*", str(text).lower())
-    if not found:
-        raise ConfigError(f"not a size: {text!r} (e.g. '64m', '1g' or a number of bytes)")
-    return int(found.group(1)) << (10 * " kmgtp".index(found.group(2) or " "))
-
-
-def max_snapshot_bytes(spark: Any) -> Optional[int]:
-    """The largest encoded snapshot (or packed bucket) a step may store on
-    ``spark``: ``spark.sparkwax.maxSnapshotBytes`` when set (``0`` for no
-    limit), else a sixteenth of a task's share of the JVM heap that runs it
-    (the driver's for a local master, else ``spark.executor.memory`` over
-    ``spark.executor.cores``), between 8 MB and 1 GB. A snapshot holds about
-    twelve times its size of heap while Spark moves it (Arrow batches, rows,
-    the state store), and one larger than the heap kills a local session."""
-    def conf(name: str) -> str:
-        try:
-            return spark.conf.get(name, "") or ""
-        except Exception:  # a Connect server that hides a static conf
-            return ""
-
-    configured = conf(MAX_SNAPSHOT_CONF)
-    if configured:
-        limit = parse_bytes(configured)
-        return limit or None
-    master = conf("spark.master")
-    if master.startswith("local"):
-        heap = _jvm_heap(spark) or parse_bytes(conf(DRIVER_MEMORY) or "1g")
-        slots = _local_cores(master) or os.cpu_count() or 1
-    else:
-        heap = parse_bytes(conf("spark.executor.memory") or "1g")
-        cores = conf("spark.executor.cores")
-        slots = int(cores) if cores.isdigit() and int(cores) > 0 else 1
-    return max(_MIN_SNAPSHOT_LIMIT, min(_MAX_SNAPSHOT_LIMIT, heap // (SNAPSHOT_SHARE * slots)))
-
-
-def _jvm_heap(spark: Any) -> Optional[int]:
-    try:
-        return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
-    except Exception:  # Spark Connect: no JVM here
-        return None
-
-
 def connect_session(remote: str, *, app_name: str = "sparkwax",
                     shuffle_partitions: Optional[int] = None,
                     state_store: Optional[str] = None, conf: Optional[Dict[str, str]] = None
@@ -296,7 +237,7 @@ def _server_cores(spark: Any) -> Optional[int]:
 
     master = conf("spark.master")
     if master.startswith("local"):
-        return _local_cores(master)
+        return local_cores(master)
     cores = conf("spark.cores.max")
     return int(cores) if cores.isdigit() else None
 
@@ -325,7 +266,7 @@ def _submitted_conf() -> Optional[Dict[str, str]]:
 def _cores(master: str, submitted: Dict[str, str]) -> int:
     """Task slots to size partitions by: N of local[N], else the submitted
     spark.cores.max or executor instances x cores, else this machine's cores."""
-    local = _local_cores(master)
+    local = local_cores(master)
     if local:
         return local
     if submitted.get("spark.cores.max", "").isdigit():
@@ -337,38 +278,3 @@ def _cores(master: str, submitted: Dict[str, str]) -> int:
     return os.cpu_count() or 2
 
 
-def _local_cores(master: str) -> Optional[int]:
-    """N of ``local[N]`` (or ``local[N,F]``), else None."""
-    if master.startswith("local[") and master.endswith("]"):
-        inside = master[len("local["):-1].split(",")[0]
-        if inside.isdigit():
-            return int(inside)
-    return None
-
-
-PREPACK_CONF = "spark.sparkwax.packed.prepack"
-_PREFER_INT_EXT = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
-
-
-def packed_unpacker(spark: Any) -> Optional[Unpacker]:
-    """How a packed step on ``spark`` reads rows packed before the shuffle
-    (``prepack.Unpacker``, with the session's time zone and pandas integer
-    conf, as pyspark converts a group), or None: ``spark.sparkwax.packed.prepack``
-    is ``false``, or the session's Spark has no ``ArrowBatchTransformer``
-    for its workers (before 4.2: ``spark_version``), and the rows cross the
-    shuffle one by one."""
-    from ..hosts.prepack import Unpacker
-    from ..spark_version import has_arrow_batch_transformer
-
-    def conf(name: str, default: str) -> str:
-        try:
-            return spark.conf.get(name, default) or default
-        except Exception:  # a Connect server that hides a conf
-            return default
-
-    if conf(PREPACK_CONF, "true").strip().lower() == "false":
-        return None
-    if not has_arrow_batch_transformer(spark):
-        return None
-    return Unpacker(conf("spark.sql.session.timeZone", "UTC"),
-                    conf(_PREFER_INT_EXT, "false").strip().lower() == "true")

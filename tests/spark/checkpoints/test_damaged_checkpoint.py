@@ -24,7 +24,7 @@ from pyspark.errors import StreamingQueryException
 import sparkwax as sw
 from sparkwax.engine.checkpoints.format.files import load_chains, state_file_name
 from sparkwax.engine.checkpoints.snapshots import read_entries
-from sparkwax.engine.session.local_session import STATE_STORES
+from sparkwax.engine.deploy.session_confs import STATE_STORES
 
 from spark_confs import confs
 

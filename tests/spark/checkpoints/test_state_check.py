@@ -9,7 +9,7 @@ import pytest
 
 import sparkwax as sw
 from sparkwax import recovery
-from sparkwax.engine.checkpoints.state import check_state
+from sparkwax.engine.checkpoints.state.restore_check import check_state
 
 from kit import each_spark_host, state_cli
 

@@ -11,7 +11,7 @@ import pytest
 import sparkwax as sw
 from sparkwax import recovery
 from sparkwax.engine.checkpoints.snapshots import read_entries
-from sparkwax.engine.session.local_session import STATE_STORES
+from sparkwax.engine.deploy.session_confs import STATE_STORES
 from sparkwax._ops.snapshot_json import json_value
 from sparkwax.testing import Batch, run
 from sparkwax.testing.reference import Accumulator

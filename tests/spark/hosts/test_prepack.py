@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import sparkwax as sw
 from sparkwax.engine.hosts.prepack import PAYLOAD, Unpacker, pack_rows
-from sparkwax.engine.session.local_session import PREPACK_CONF
+from sparkwax.engine.deploy.session_confs import PREPACK_CONF
 
 from spark_confs import confs
 

@@ -627,7 +627,8 @@ def test_max_state_bytes_fails_the_step_naming_the_key(spark, tmp_path, host, bu
 
 
 def test_ttl_is_part_of_the_steps_checkpoint_description(spark, tmp_path):
-    from sparkwax.engine.queries.start import describe_changes, step_descriptions
+    from sparkwax.engine.checkpoints.step_changes import describe_changes
+    from sparkwax.engine.queries.start import step_descriptions
 
     (tmp_path / "in").mkdir()
     stream = spark.readStream.schema(STREAM_INPUT).json(str(tmp_path / "in"))

@@ -45,7 +45,7 @@ _STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 _BASE = "base"  # the state before a change feed's first batch, while diffing buckets
 
 
-def state_dataframe(spark: Any, checkpoint: str, *, operator_id: int = 0,
+def read_state(spark: Any, checkpoint: str, *, operator_id: int = 0,
                     batch_id: Optional[int] = None,
                     decode: Optional[Callable[[Any], Any]] = None,
                     schema: Union[None, str, T.StructType] = None,
@@ -131,7 +131,7 @@ def checked_request(spark: Any, checkpoint: str, operator_id: Any, batch_id: Any
 
 
 def output_type(key_type: T.StructType, snapshot: T.DataType, changes: bool) -> T.StructType:
-    """The columns of ``state_dataframe``."""
+    """The columns of ``read_state``."""
     taken = {"snapshot", "timer", "deadline", "bytes", "partition", "error", BATCH, CHANGE}
     clash = sorted(taken & set(key_type.fieldNames()))
     if clash:
@@ -316,5 +316,6 @@ def _flat(spark: Any, checkpoint: str, raw: DataFrame, layout: Layout, operator_
         .where(F.col(CHANGE) != F.lit(_BASE)).drop("__sw_bucket_key")
 
 
-__all__ = ["CHANGE_FEED_STORE", "change_range", "checked_request", "flat_state", "key_ddl", "output_type", "recorded_step",
-           "require_change_feed", "snapshot_type", "state_dataframe", "store_provider"]
+__all__ = ["CHANGE_FEED_STORE", "change_range", "checked_request", "flat_state", "key_ddl",
+           "output_type", "read_state", "recorded_step", "require_change_feed", "snapshot_type",
+           "store_provider"]

@@ -47,7 +47,8 @@ from ..format.paths import join_path
 from ..snapshots import active_session, newest_log_ms, require_checkpoint
 from ..diagnose import last_commit, operators, read_steps
 from ..liveness import Lease, refuse_if_live
-from ..storage import is_connect, storage_for
+from ...deploy.session_confs import is_connect
+from ..storage import storage_for
 from . import batch_logs
 from .asked import require_step_state
 from .derive import state_rows_of, stored_bucket_count, stored_key_ddl

@@ -74,7 +74,7 @@ class CheckResult:
 
     def __str__(self) -> str:
         if self.shape_changes:  # sw.start's own error: no snapshot was restored
-            from ...queries.start import refusal
+            from ..step_changes import refusal
 
             return refusal(self.checkpoint, self.shape_changes)
         report = self._keys_report()
@@ -160,7 +160,7 @@ def compare_shape(spark: Any, checkpoint: str, step: Step) -> Tuple[List[str], O
     DataFrame decides, are the record's), or why that could not be
     compared (one line: no record, a damaged one, another step's)."""
     from ...planning.plan import logic_description
-    from ...queries.start import describe_changes
+    from ..step_changes import describe_changes
 
     try:
         saved = read_steps(storage_for(spark), checkpoint)

@@ -142,7 +142,7 @@ def described(error: BaseException) -> str:
 
 
 class StateRows:
-    """The ``mapInArrow`` function of ``state_dataframe``: one output row per
+    """The ``mapInArrow`` function of ``read_state``: one output row per
     key (``out`` is the output's Arrow schema, in ``frame.py``'s order)."""
 
     def __init__(self, layout: Layout, out: pa.Schema, key_names: List[str],

@@ -1,4 +1,4 @@
-"""What ``sparkwax state show`` prints, from ``state_dataframe``: only the
+"""What ``sparkwax state show`` prints, from ``read_state``: only the
 rows shown come to the driver (the ``limit`` largest keys, or the one asked
 for), and the summary is computed by Spark's aggregates.
 
@@ -19,8 +19,8 @@ from ....timers import from_epoch_ms
 from ..snapshots import key_order
 from ...hosts.columns import plain_key
 from ..diagnose import explained
-from ...session.local_session import max_snapshot_bytes
-from .frame import state_dataframe
+from ...deploy.session_confs import max_snapshot_bytes
+from .frame import read_state
 
 
 class ShownKey(NamedTuple):
@@ -45,9 +45,9 @@ def shown_state(spark: Any, checkpoint: str, *, operator_id: int = 0, key: Any =
     ``total_bytes``, ``largest_key``, ``largest_bytes``); whether the step
     has processing deadlines (a two-clock step). ``as_repr``: snapshots as
     their ``repr`` (the table), else as JSON values (``--json``)."""
-    state = state_dataframe(spark, checkpoint, operator_id=operator_id,
+    state = read_state(spark, checkpoint, operator_id=operator_id,
                             decode=repr if as_repr else None)
-    sizes = state_dataframe(spark, checkpoint, operator_id=operator_id, snapshots=False)
+    sizes = read_state(spark, checkpoint, operator_id=operator_id, snapshots=False)
     names = [f.name for f in state.schema.fields][:state.columns.index("snapshot")]
     keys = F.struct(*[F.col(f"`{n}`") for n in names])
     with explained(spark, checkpoint, operator=operator_id):

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from sparkwax.engine.checkpoints.format.files import STEPS_FILE
-from sparkwax.engine.session.local_session import STATE_STORES
-from sparkwax.engine.queries.start import STORE_CONF, check_checkpoint, describe_changes
+from sparkwax.engine.deploy.session_confs import STATE_STORES
+from sparkwax.engine.checkpoints.step_changes import STORE_CONF, describe_changes
+from sparkwax.engine.queries.start import check_checkpoint
 from sparkwax.errors import ConfigError
 
 CK = "/data/ck"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from sparkwax.engine.session import local_session as session
-from sparkwax.engine.session.local_session import (driver_memory_for, local_session, machine_memory_bytes,
-                                     max_snapshot_bytes, parse_bytes)
+from sparkwax.engine.session.local_session import driver_memory_for, local_session, machine_memory_bytes
+from sparkwax.engine.deploy.session_confs import max_snapshot_bytes, parse_bytes
 
 
 class FakeBuilder:
