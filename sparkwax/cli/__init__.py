@@ -3,11 +3,13 @@
 >>> main(["--version"])                                     # doctest: +SKIP
 sparkwax 0.1.0
 
-Each subcommand is one function that takes its argparse sub-parser, adds its
-options and returns the handler (``handler(args) -> exit code``); registering
-it is one line in ``COMMANDS``: the function, or ``"module:function"`` for a
-command in a module of its own (imported when the parser is built, not with
-this package, so ``python -m sparkwax.cli.commands.submit`` loads that module once).
+Each subcommand is one function, in a module of its own under
+``sparkwax/cli/commands/`` (demo, state, submit, replay), that takes its
+argparse sub-parser, adds its options and returns the handler
+(``handler(args) -> exit code``); registering it is one line in
+``COMMANDS``: ``"module:function"`` (imported when the parser is built, not
+with this package, so ``python -m sparkwax.cli.commands.submit`` loads that
+module once), or the function itself.
 Import heavy modules (pyspark) inside the handler, not at the top, so
 ``sparkwax --help`` stays instant::
 
@@ -19,7 +21,7 @@ Import heavy modules (pyspark) inside the handler, not at the top, so
             return 0
         return handler
 
-    COMMANDS = {"demo": demo_command, "state": state_command}
+    COMMANDS = {"state": "sparkwax.cli.commands.state:state_command"}
 
 The first line of the function's docstring is the subcommand's one-line help,
 the whole docstring its description.
@@ -36,24 +38,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 Handler = Callable[[argparse.Namespace], int]
 Command = Callable[[argparse.ArgumentParser], Handler]
 
-
-def demo_command(parser: argparse.ArgumentParser) -> Handler:
-    """Run the e-commerce clickstream demo on a local Spark.
-
-    Generates a seeded clickstream (users, sessions, purchases, a few planted
-    card-testing fraud bursts) as micro-batch files, streams it through two
-    sparkwax logics (UserSession per user, CardFraud per card) with Spark
-    Structured Streaming in event time, writes the results as Parquet with
-    checkpoints, shows per-batch progress and ends with a summary table.
-    """
-    from .demo import app
-
-    app.add_arguments(parser)
-    return app.run_from_args
-
-
-COMMANDS: Dict[str, Union[Command, str]] = {
-    "demo": demo_command,
+COMMANDS: Dict[str, Union[Command, str]] = {  # one module a command: sparkwax/cli/commands/
+    "demo": "sparkwax.cli.commands.demo:demo_command",
     "state": "sparkwax.cli.commands.state:state_command",
     "submit": "sparkwax.cli.commands.submit:submit_command",
     "replay": "sparkwax.cli.commands.replay:replay_command",
@@ -100,4 +86,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return int(handler(args) or 0)
 
 
-__all__: List[str] = ["COMMANDS", "build_parser", "demo_command", "load_command", "main"]
+__all__: List[str] = ["COMMANDS", "build_parser", "load_command", "main"]
