@@ -20,7 +20,8 @@ MODULES = [
     "sparkwax.testing.checkpoint_replay", "sparkwax.cli.commands.replay", "sparkwax.engine.checkpoints.batch_history", "sparkwax.schema",
     "sparkwax._ops.young_gc", "sparkwax._ops.tables", "sparkwax.cli.arg_types",
     "sparkwax.engine.checkpoints.state.asked", "sparkwax.engine.session.log_levels",
-    "sparkwax.engine.spark_version",
+    "sparkwax.engine.spark_version", "sparkwax.engine.checkpoints.step_changes",
+    "sparkwax.engine.deploy.session_confs",
 ]
 
 

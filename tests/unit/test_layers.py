@@ -3,11 +3,12 @@
 ``TYPE_CHECKING`` blocks included), so a new module is checked too.
 
 - core: every module directly under ``sparkwax/`` but ``__init__.py``
-  (``logic``, ``timers``, ``paths``...), and ``sparkwax/_driver``,
-  ``schema`` and ``checkpoint_format``: imports only the core,
-  never pyspark, pandas, pyarrow or hypothesis;
+  (``logic``, ``timers``...), ``sparkwax/_driver``, ``sparkwax/schema``, ``sparkwax/_ops``
+  and ``sparkwax/engine/checkpoints/format`` (a checkpoint's files as data):
+  imports only the core, never pyspark, pandas, pyarrow or hypothesis;
 - engine (``sparkwax/engine``): the core and itself, never operators,
-  testing or cli;
+  testing or cli; inside it, each folder imports only the folders below it in
+  ``ENGINE_ORDER`` (so no two folders import each other, through any others);
 - operators (``sparkwax/operators``): the core and itself, never engine,
   testing, cli or pyspark;
 - testing (``sparkwax/testing``): the core, operators and itself; engine and
