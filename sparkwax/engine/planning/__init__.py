@@ -1,4 +1,5 @@
 """A step onto a DataFrame: ``stateful``/``stateful_batch`` (``plan``),
-``connect`` (``connecting``) and the schemas a step reads and writes
-(``schemas``).
+``connect`` (``connecting``), the schemas a step reads and writes
+(``schemas``) and a restart planned on its checkpoint's counts
+(``recorded_counts``).
 """
