@@ -1,4 +1,4 @@
-"""One Step, tested offline (tests/unit/test_step.py), runs on Spark as it is
+"""One Step, tested offline (tests/unit/core/test_step.py), runs on Spark as it is
 (``sw.stateful(df, key=..., builder=step)``) on both hosts, and its errors and
 metrics carry the same step id as offline."""
 
