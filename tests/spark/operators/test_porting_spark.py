@@ -28,7 +28,7 @@ import sparkwax as sw
 from sparkwax.testing import Batch, run
 from sparkwax.testing.spark import run_script_on_spark
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/
 from docs_blocks import offline_namespace  # noqa: E402
 
 UTC = timezone.utc
