@@ -78,7 +78,8 @@ class Driver(Routes):
         return self.activate_keys(KeyBatch(
             (key,), (values,), (stored,), (committed_timer,),
             None if event_times is None else (event_times,), None if order is None else (order,),
-            eof=eof, ascending=times_ascending), Clocks(now_ms, processing_ms)).one()
+            eof=eof, ascending=times_ascending, snapshots=True),
+            Clocks(now_ms, processing_ms)).one()
 
     def activate_live(self, key: Any, logic: Optional[Logic], stored: Optional[bytes],
                       values: Sequence[Any], now_ms: Optional[int], *, eof: bool = False,
@@ -93,7 +94,7 @@ class Driver(Routes):
         acts = self.activate_keys(KeyBatch(
             (key,), (values,), (stored,), (committed_timer,),
             None if event_times is None else (event_times,), None if order is None else (order,),
-            (logic,), eof=eof), Clocks(now_ms, processing_ms))
+            (logic,), eof=eof, snapshots=True), Clocks(now_ms, processing_ms))
         return acts.one(), acts.logics[0]
 
     def activate_bounded(self, key: Any, values: Sequence[Any], *,
@@ -103,7 +104,8 @@ class Driver(Routes):
         ``Routes._bounded_key``)."""
         return self.activate_keys(KeyBatch(
             (key,), (values,), event_times=None if event_times is None else (event_times,),
-            order=None if order is None else (order,), bounded=True), NO_CLOCKS).one()
+            order=None if order is None else (order,), bounded=True, snapshots=True),
+            NO_CLOCKS).one()
 
     # -- snapshots without an activation ----------------------------------------
 

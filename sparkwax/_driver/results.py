@@ -10,8 +10,8 @@ and its ``Clocks`` in, ``Activations`` out (``Driver.activate_keys``);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import islice, repeat
-from operator import is_not, or_, sub
+from itertools import compress, islice, repeat
+from operator import is_, is_not, not_, or_
 from time import perf_counter_ns
 from typing import Any, Callable, Iterable, List, NamedTuple, Optional, Sequence, Tuple, cast
 
@@ -42,7 +42,10 @@ class KeyBatch(NamedTuple):
     - ``ascending``: the host vouches that every key's event times ascend
       without a null (it put them in order with numpy);
     - ``read_columns``: read the event times and order from the values
-      themselves (the offline host's rows, ``Driver.read_columns``).
+      themselves (the offline host's rows, ``Driver.read_columns``);
+    - ``snapshots``: keep each key's snapshot value (``Activations.snapshots``;
+      off, a host that stores the states does not keep every value alive
+      through the batch).
     """
 
     keys: Sequence[Any]
@@ -56,6 +59,7 @@ class KeyBatch(NamedTuple):
     bounded: bool = False
     ascending: bool = False
     read_columns: bool = False
+    snapshots: bool = False
 
 
 class Clocks(NamedTuple):
@@ -94,6 +98,11 @@ class Activation(NamedTuple):
                            len(self.emits), self.callback_us, self.deadline_fired)
 
 
+_new = cast(Callable[[type, Tuple[Any, ...]], Any], tuple.__new__)
+"""``_new(SomeNamedTuple, fields)``: the tuple without the namedtuple's
+Python-level constructor (which costs more than the rest of a small step)."""
+
+
 @dataclass
 class Activations:
     """The result of ``Driver.activate_keys``: each key's fields as lists in
@@ -101,8 +110,9 @@ class Activations:
 
     - ``emits``: each key's emitted values, in order;
     - ``states``: its encoded snapshot to store (None: remove; a live logic's
-      is not encoded) and ``snapshots``, the value behind it (an unchanged one
-      may be a placeholder: decode ``states`` if needed);
+      is not encoded) and, for a batch with ``snapshots``, ``snapshots``: the
+      value behind it (an unchanged one may be a placeholder: decode
+      ``states`` if needed);
     - ``timers``: its next ``notify_at`` (epoch ms), ``armed``: the timeout a
       host arms for it, ``deadlines``: its next ``processing_notify_at``
       (two-clock steps);
@@ -123,17 +133,15 @@ class Activations:
     metrics: StepMetrics = field(default_factory=StepMetrics)
 
     def one(self) -> Activation:
-        """The Activation of a one-key batch (its counts are the key's)."""
+        """The Activation of a one-key batch with ``snapshots`` (its counts
+        are the key's)."""
         counts = self.metrics
-        return Activation(self.emits[0], self.states[0], self.timers[0], self.snapshots[0],
-                          counts.rows_late, self.armed[0], counts.rows_in, counts.timers_fired,
-                          counts.keys_created, counts.keys_discarded, counts.callback_us,
-                          self.deadlines[0], counts.processing_timers_fired)
-
-
-_new = cast(Callable[[type, Tuple[Any, ...]], Any], tuple.__new__)
-"""``_new(SomeNamedTuple, fields)``: the tuple without the namedtuple's
-Python-level constructor (which costs more than the rest of a small step)."""
+        one: Activation = _new(Activation, (
+            self.emits[0], self.states[0], self.timers[0], self.snapshots[0], counts.rows_late,
+            self.armed[0], counts.rows_in, counts.timers_fired, counts.keys_created,
+            counts.keys_discarded, counts.callback_us, self.deadlines[0],
+            counts.processing_timers_fired))
+        return one
 
 
 def summed(acts: Activations, batch: KeyBatch, fired: int, late: int, deadlines_fired: int,
@@ -142,7 +150,8 @@ def summed(acts: Activations, batch: KeyBatch, fired: int, late: int, deadlines_
     its columns and the batch's, and the time since ``started``. THE counting
     rule: a key is created when it had no state (neither ``stored`` nor a
     live logic) and has one now, discarded when it had and has not (one
-    created and discarded within the activation counts in neither).
+    created and discarded within the activation counts in neither). Counted
+    column by column at C level (``compress``), not key by key.
 
     >>> acts = Activations(emits=[[1], [], [2, 3]], states=[b"s", None, None])
     >>> counts = summed(acts, KeyBatch("abc", [[1], [], [2, 3]], stored=[None, None, b"s"]),
@@ -151,23 +160,33 @@ def summed(acts: Activations, batch: KeyBatch, fired: int, late: int, deadlines_
     (3, 1, 1, 3)
     """
     done = len(acts.emits)
-    had: Iterable[bool] = _present(batch.stored, done)
-    if batch.logics is not None:
-        had = map(or_, had, _present(batch.logics, done))
-        has = _present(acts.logics, done)
-    else:
-        has = _present(acts.states, done)
-    changes = list(map(sub, has, had))  # +1 created, -1 discarded (C-level, no loop per key)
-    return StepMetrics(sum(map(len, islice(batch.values, done))), late, fired,
-                       changes.count(1), changes.count(-1), sum(map(len, acts.emits)),
+    stored = None if batch.stored is None else _head(batch.stored, done)
+    if batch.logics is not None:  # a live logic is state too; its snapshot is not encoded
+        had = list(map(or_, _present(stored, done), _present(_head(batch.logics, done), done)))
+        has = list(_present(acts.logics, done))
+        created = sum(compress(has, map(not_, had)))
+        discarded = sum(compress(had, map(not_, has)))
+    elif stored is None:  # new keys only
+        created, discarded = done - acts.states.count(None), 0
+    else:  # the states of the keys that had none, the stored ones of the keys that have none
+        new = list(compress(acts.states, map(is_, stored, repeat(None))))
+        gone = list(compress(stored, map(is_, acts.states, repeat(None))))
+        created, discarded = len(new) - new.count(None), len(gone) - gone.count(None)
+    return StepMetrics(sum(map(len, _head(batch.values, done))), late, fired, created,
+                       discarded, sum(map(len, acts.emits)),
                        (perf_counter_ns() - started) // 1000, deadlines_fired)
+
+
+def _head(column: Sequence[Any], count: int) -> Sequence[Any]:
+    """A column's first ``count`` entries (itself when it has no more)."""
+    return column if len(column) == count else list(islice(column, count))
 
 
 def _present(column: Optional[Sequence[Any]], count: int) -> Iterable[bool]:
     """Whether each of a column's first ``count`` entries is not None."""
     if column is None:
         return repeat(False, count)
-    return map(is_not, islice(column, count), repeat(None))
+    return map(is_not, column, repeat(None))
 
 
 class Restored(NamedTuple):

@@ -12,33 +12,23 @@ from __future__ import annotations
 
 from itertools import repeat
 from time import perf_counter_ns
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..clock import Clock, reset_clock, set_clock
 from ..errors import NO_VALUE
 from ..logic import Logic
 from ..timers import Watermark, is_due
-from .results import (NO_CLOCKS, Activations, Clocks, Columns, EventTimes, KeyBatch, _new,
-                      summed)
+from .results import NO_CLOCKS, Activations, Clocks, Columns, EventTimes, KeyBatch, summed
 from .steps import Run, Steps
 
 _ONE_INPUT = (0,)
 
 
-class KeyOutcome(NamedTuple):
-    """One key's outcome on the general and bounded routes (the plain
-    route's is its first seven fields as a plain tuple: it is the hot path)."""
-
-    emits: List[Any]
-    state: Optional[bytes]
-    timer: Optional[int]
-    snapshot: Any
-    armed: Optional[int]
-    fired: int
-    logic: Optional[Logic]
-    late: int
-    deadline: Optional[int]
-    deadlines_fired: int
+KeyOutcome = Tuple[List[Any], Optional[bytes], Optional[int], Any, Optional[int], int,
+                   Optional[Logic], int, Optional[int], int]
+"""One key's outcome on the general and bounded routes, a plain tuple (see
+``steps.Run``): ``(emits, state, timer, snapshot, armed, fired, logic, late,
+deadline, deadlines_fired)``; the plain route's is its first seven fields."""
 
 
 class Routes(Steps):
@@ -65,40 +55,35 @@ class Routes(Steps):
         """
         acts = Activations() if into is None else into
         if self._plain and self.two_clocks is False and batch.event_times is None \
-                and batch.order is None and not batch.eof and not batch.bounded \
-                and not batch.read_columns:
+                and batch.order is None and batch.logics is None and not batch.eof \
+                and not batch.bounded and not batch.read_columns and not batch.snapshots:
             self._plain_keys(batch, clocks.now_ms, acts)
         else:
             self._each_key(batch, clocks, acts)
         return acts
 
     def _plain_keys(self, batch: KeyBatch, now_ms: Optional[int], acts: Activations) -> None:
-        """Every key of ``batch`` on the plain route, at one clock (the packed
-        host's bucket: one call per key and an Activation each cost ~20% of
-        its Python at 100k keys)."""
+        """Every key of ``batch`` on the plain route, at one clock, restored
+        from ``stored``, no snapshot values kept: the packed host's bucket
+        and the offline runner's batch (one call per key and an Activation
+        each cost ~20% of the packed host's Python at 100k keys)."""
         started = perf_counter_ns()
-        live = batch.logics is not None
         add_emits, add_state, add_timer = acts.emits.append, acts.states.append, \
             acts.timers.append
-        add_armed, add_snapshot, add_logic = acts.armed.append, acts.snapshots.append, \
-            acts.logics.append
-        plain_steps = self._plain_steps
+        add_armed, plain_steps = acts.armed.append, self._plain_steps
         fired = 0
         token = set_clock(self._plain_clock(now_ms))
         try:
-            for key, logic, blob, values, committed_timer in zip(
-                    batch.keys, repeat(None) if batch.logics is None else batch.logics,
-                    repeat(None) if batch.stored is None else batch.stored, batch.values,
+            for key, blob, values, committed_timer in zip(
+                    batch.keys, repeat(None) if batch.stored is None else batch.stored,
+                    batch.values,
                     repeat(NO_VALUE) if batch.committed is None else batch.committed):
-                emits, state, timer, snapshot, armed, key_fired, logic = plain_steps(
-                    key, logic, blob, values, now_ms, committed_timer, live)
+                emits, state, timer, _, armed, key_fired, _ = plain_steps(
+                    key, None, blob, values, now_ms, committed_timer, False)
                 add_emits(emits)
                 add_state(state)
                 add_timer(timer)
                 add_armed(armed)
-                add_snapshot(snapshot)
-                if live:
-                    add_logic(logic)
                 fired += key_fired
         finally:
             reset_clock(token)
@@ -107,13 +92,18 @@ class Routes(Steps):
 
     def _each_key(self, batch: KeyBatch, clocks: Clocks, acts: Activations) -> None:
         """Every key of ``batch`` on its route: plain when it can, else general
-        (bounded: the bounded route)."""
+        (bounded: the bounded route); the live logics and the snapshot values
+        kept if the batch asks."""
         started = perf_counter_ns()
         now_ms = clocks.now_ms
-        live = batch.logics is not None
+        live, keep = batch.logics is not None, batch.snapshots
         plain = self._plain and not batch.eof and not batch.bounded
         bounded, read = batch.bounded, batch.read_columns
         fired = late = deadlines_fired = 0
+        add_emits, add_state, add_timer = acts.emits.append, acts.states.append, \
+            acts.timers.append
+        add_armed, add_deadline = acts.armed.append, acts.deadlines.append
+        add_snapshot, add_logic = acts.snapshots.append, acts.logics.append
         token = set_clock(self._plain_clock(now_ms))  # the general route sets its own
         try:
             for key, logic, blob, values, committed_timer, times, order in zip(
@@ -137,14 +127,15 @@ class Routes(Steps):
                         self._bounded_key(key, values, times, order) if bounded else
                         self._general_key(key, logic, blob, values, times, order,
                                           committed_timer, batch, clocks))
-                acts.emits.append(emits)
-                acts.states.append(state)
-                acts.timers.append(timer)
-                acts.armed.append(armed)
-                acts.snapshots.append(snapshot)
-                acts.deadlines.append(deadline)
+                add_emits(emits)
+                add_state(state)
+                add_timer(timer)
+                add_armed(armed)
+                add_deadline(deadline)
+                if keep:
+                    add_snapshot(snapshot)
                 if live:
-                    acts.logics.append(logic)
+                    add_logic(logic)
                 fired += key_fired
                 late += key_late
                 deadlines_fired += key_deadlines
@@ -213,16 +204,15 @@ class Routes(Steps):
                 timer = self._next_timer(key, logic)
             values, times, ordered = self._arrange_ordered(key, values, times, order,
                                                            batch.ascending)
-            run = self._run(key, logic, timer, values, now_ms, batch.eof, times,
-                            processing_ms=processing_ms, ordered=ordered)
+            logic, emits, late, fired, touched, deadlines_fired = self._run(
+                key, logic, timer, values, now_ms, batch.eof, times,
+                processing_ms=processing_ms, ordered=ordered)
             state, timer, snapshot, armed, deadline = self._commit(
-                key, run.logic, run.touched, stored, now_ms, batch.logics is None)
+                key, logic, touched, stored, now_ms, batch.logics is None)
         finally:
             reset_clock(token)
-        outcome: KeyOutcome = _new(KeyOutcome, (run.emits, state, timer, snapshot, armed,
-                                                run.fired, run.logic, run.late, deadline,
-                                                run.deadlines_fired))
-        return outcome
+        return (emits, state, timer, snapshot, armed, fired, logic, late, deadline,
+                deadlines_fired)
 
     # -- the bounded route: the whole key as one sequence -----------------------
 
@@ -247,16 +237,14 @@ class Routes(Steps):
             values, event_times = self._arrange(key, values, event_times, order)
         token = set_clock(None)
         try:
-            run = (self._run(key, None, None, values, None, True, None, commit_before_eof=True)
-                   if event_times is None else
-                   self._bounded_events(key, values, event_times, sides))
-            state, timer, snapshot, armed, deadline = self._commit(key, run.logic, True, None,
-                                                                   None)
+            logic, emits, late, fired, _, _ = (
+                self._run(key, None, None, values, None, True, None, commit_before_eof=True)
+                if event_times is None else
+                self._bounded_events(key, values, event_times, sides))
+            state, timer, snapshot, armed, deadline = self._commit(key, logic, True, None, None)
         finally:
             reset_clock(token)
-        outcome: KeyOutcome = _new(KeyOutcome, (run.emits, state, timer, snapshot, armed,
-                                                run.fired, run.logic, run.late, deadline, 0))
-        return outcome
+        return emits, state, timer, snapshot, armed, fired, logic, late, deadline, 0
 
     def _bounded_events(self, key: Any, values: Sequence[Any],
                         event_times: Sequence[Optional[int]], sides: Optional[Sequence[int]]
@@ -294,7 +282,7 @@ class Routes(Steps):
         logic, more, _, more_fired, _, _ = self._run(key, logic, timer, (), watermark, True,
                                                      None, commit_before_eof=True)
         emits.extend(more)
-        return Run(logic, emits, late, fired + more_fired, True, 0)
+        return logic, emits, late, fired + more_fired, True, 0
 
     def _run_end(self, key: Any, logic: Optional[Logic], event_times: Sequence[Optional[int]],
                  sides: Sequence[int], start: int, clock: Watermark) -> int:

@@ -427,7 +427,8 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
     result = RunResult(step_id=step.step_id)
     for key in sorted_keys(list(groups)):
         values = groups[key]
-        acts = driver.activate_keys(KeyBatch([key], [values], bounded=True, read_columns=True))
+        acts = driver.activate_keys(KeyBatch([key], [values], bounded=True, read_columns=True,
+                                             snapshots=True))
         emits = acts.emits[0]
         if outputs is not None and emits:
             outputs.check(driver.step_id, key, emits)

@@ -111,7 +111,8 @@ def one_call(step, rounds, live, eof):
                          [stored.get(key) for key in names],
                          [timers.get(key, NO_VALUE) for key in names],
                          [times for times, _ in read], [order for _, order in read],
-                         [logics.pop(key, None) for key in names] if live else None, eof=last)
+                         [logics.pop(key, None) for key in names] if live else None, eof=last,
+                         snapshots=True)
         acts = driver.activate_keys(batch, Clocks(ms(minutes), None if last else ms(minutes + 10)))
         fields = [acts.emits, acts.states, acts.timers, acts.armed, acts.snapshots,
                   acts.deadlines]
@@ -178,7 +179,8 @@ def test_a_bounded_batch_is_each_key_activated():
     read = [driver.read_columns(key, values) for key, values in rows.items()]
     acts = driver.activate_keys(KeyBatch(list(rows), list(rows.values()),
                                          event_times=[t for t, _ in read],
-                                         order=[o for _, o in read], bounded=True))
+                                         order=[o for _, o in read], bounded=True,
+                                         snapshots=True))
     each = [driver.activate_bounded(key, values, event_times=times, order=order)
             for (key, values), (times, order) in zip(rows.items(), read)]
     assert acts.emits == [a.emits for a in each] and acts.states == [a.state for a in each]
@@ -228,6 +230,10 @@ def test_a_hosts_activations_keep_the_keys_before_an_error():
 def test_a_one_key_batch_is_activate():
     driver = Driver(Step.of(Counter, step_id="s"))
     act = driver.activate("k", None, [1, 2], 0)
-    acts = driver.activate_keys(KeyBatch(["k"], [[1, 2]]), Clocks(0))
+    acts = driver.activate_keys(KeyBatch(["k"], [[1, 2]], snapshots=True), Clocks(0))
     assert acts.one()[:4] == act[:4] and acts.one().metrics().deterministic() == \
         act.metrics().deterministic()
+    # without ``snapshots`` the values are not kept (a host stores the states)
+    for order in (None, [[[2, 1]]]):
+        acts = driver.activate_keys(KeyBatch(["k"], [[1, 2]], order=order), Clocks(0))
+        assert acts.snapshots == [] and acts.states == [act.state]
