@@ -19,6 +19,7 @@ from sparkwax.engine.spark_version import has_statestore_reader
 from sparkwax.testing import Batch, Tick, run
 from sparkwax.testing.reference import IdleAlarm
 
+import kit
 from kit import NOON as T0, each_spark_host
 
 pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
@@ -174,7 +175,7 @@ def test_submit_once_ends_an_app_with_processing_timers(spark, tmp_path):
     app.write_text(APP)
     here = os.path.dirname(os.path.abspath(__file__))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(  # this module and the kit it imports
-        [here, os.path.dirname(here), os.environ.get("PYTHONPATH", "")])}
+        [here, os.path.dirname(os.path.abspath(kit.__file__)), os.environ.get("PYTHONPATH", "")])}
     sparkwax_cli = os.path.join(os.path.dirname(sys.executable), "sparkwax")
     done = subprocess.run(
         [sparkwax_cli, "submit", str(app), "--once", str(tmp_path / "in"), str(tmp_path / "ck"),
