@@ -237,3 +237,17 @@ def test_a_one_key_batch_is_activate():
     for order in (None, [[[2, 1]]]):
         acts = driver.activate_keys(KeyBatch(["k"], [[1, 2]], order=order), Clocks(0))
         assert acts.snapshots == [] and acts.states == [act.state]
+
+
+def test_the_counting_rule_of_a_live_batch_after_a_crash():
+    # A live batch (restore="on_crash") after a crash: a key with a stored
+    # snapshot and no live logic had state; discarding it counts once, and
+    # keeping it creates nothing; a key with neither and a row is created.
+    driver = Driver(Step.of(TransitionRecorder, step_id="s"))
+    stored = driver.activate_keys(KeyBatch(["kept", "gone"], [[{"id": 0}], [{"id": 0}]]),
+                                  Clocks(0)).states
+    acts = driver.activate_keys(KeyBatch(
+        ["kept", "gone", "new"], [[{"id": 1}], [{"id": 1, "discard": True}], [{"id": 1}]],
+        [stored[0], stored[1], None], logics=[None, None, None]), Clocks(0))
+    assert (acts.metrics.keys_created, acts.metrics.keys_discarded) == (1, 1)
+    assert acts.logics[0] is not None and acts.logics[1] is None and acts.logics[2] is not None
