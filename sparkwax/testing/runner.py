@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import repeat
+from itertools import islice, repeat
 from operator import itemgetter
 from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence,
                     Tuple, Union)
@@ -42,6 +42,7 @@ _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _TUPLE, _PAIR = {tuple}, {2}
 _SORTED = {str, int, bytes}  # key types whose sort order groups exactly as a dict does
 _FEW_EMITS = 8  # a key's emits up to which pairing them one by one beats zip(repeat(key), ...)
+_CHUNK = 512  # keys per driver call: their results die before the collector sees them
 _MANY_KEYS = 1000  # keys in a batch from which the runner sorts rather than groups in a dict
 AFTER_EOF = ("Eof() ends a run, as `sparkwax.finish` ends a stream: finish runs on_eof "
              "on the checkpoint's state without changing it, so a stream restarted "
@@ -273,30 +274,42 @@ class Runner:
 
     def _activate_keys(self, runs: Iterable[Tuple[Any, Sequence[Any]]],
                        eof: bool = False) -> StepMetrics:
-        """Activate each ``(key, values)`` in order (one ``Driver.activate_keys``
-        call) and commit its state, timer and outputs; the micro-batch's
-        counts. What ran before a key's error stays committed and counted,
-        as it stays in the outputs."""
-        driver, blobs, live = self.driver, self.blobs, self.live
-        always = self.restore == "always"
-        acts = Activations()
-        # The batch's per-key containers live to its end.
+        """Activate each ``(key, values)`` in order and commit its state,
+        timer and outputs; the micro-batch's counts. The keys go through the
+        driver's door ``_CHUNK`` at a time, each chunk committed before the
+        next runs: a whole batch's per-key results alive at once made
+        Python's collector run four times as often (a third of the runner's
+        time at 100k keys). What ran before a key's error stays committed
+        and counted, as it stays in the outputs."""
+        runs = iter(runs)
+        counts = StepMetrics()
+        clocks = Clocks(self.now_ms, None if eof else self.processing_ms)  # finish: no processing
         with fewer_collections():
-            pairs = list(runs)
-            keys = list(map(_FIRST, pairs))
-            batch = KeyBatch(
-                keys, list(map(_SECOND, pairs)),
-                list(map(blobs.get, keys)) if always or blobs else None,
-                # a logic without notify_at cannot lose its timer: none kept
-                list(map(self.timers.get, keys)) if self._timed else None,
-                logics=None if always else list(map(live.get, keys)), eof=eof,
-                read_columns=self._reads_columns)
-            del pairs
-            try:  # finish (Eof): no processing clock
-                driver.activate_keys(batch, Clocks(self.now_ms,
-                                                   None if eof else self.processing_ms), acts)
-            finally:  # what ran before an error is committed (the first error wins)
-                self._commit_keys(keys, acts, always)
+            while True:
+                pairs = list(islice(runs, _CHUNK))
+                if not pairs:
+                    return counts
+                counts += self._activate_chunk(pairs, clocks, eof)
+
+    def _activate_chunk(self, pairs: List[Tuple[Any, Sequence[Any]]], clocks: Clocks,
+                        eof: bool) -> StepMetrics:
+        """One ``Driver.activate_keys`` call over ``pairs``, then the commit
+        of each key that ran (all of them, or those before a key's error)."""
+        blobs, always = self.blobs, self.restore == "always"
+        keys = list(map(_FIRST, pairs))
+        batch = KeyBatch(
+            keys, list(map(_SECOND, pairs)),
+            list(map(blobs.get, keys)) if always or blobs else None,
+            # a logic without notify_at cannot lose its timer: none kept
+            list(map(self.timers.get, keys)) if self._timed else None,
+            logics=None if always else list(map(self.live.get, keys)), eof=eof,
+            read_columns=self._reads_columns)
+        del pairs
+        acts = Activations()
+        try:
+            self.driver.activate_keys(batch, clocks, acts)
+        finally:  # what ran before an error is committed (the first error wins)
+            self._commit_keys(keys, acts, always)
         return acts.metrics
 
     def _commit_keys(self, keys: Sequence[Any], acts: Activations, always: bool) -> None:

@@ -109,3 +109,36 @@ def test_counts_of_a_failed_batch_stay_with_its_outputs():
     with pytest.raises(Exception):
         runner.batch([(k, k) for k in range(10)])
     assert runner.result.activations == len(runner.result.outputs) == 5
+
+
+@settings(max_examples=40, deadline=None)
+@given(script=scripts(items=ITEMS), restore=st.sampled_from(["always", "on_crash"]),
+       chunk=st.integers(1, 5))
+def test_a_batch_in_chunks_is_the_batch_in_one_call(script, restore, chunk):
+    # The runner hands the driver ``_CHUNK`` keys at a time (their results die
+    # before the collector sees them); any chunk size gives the same run.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner_module, "_CHUNK", chunk)
+        chunked = run(Echo, script, restore=restore)
+        patch.setattr(runner_module, "_CHUNK", 10 ** 9)
+        whole = run(Echo, script, restore=restore)
+    same_run(chunked, whole)
+
+
+@pytest.mark.parametrize("restore", ["always", "on_crash"])
+def test_an_error_in_a_later_chunk_keeps_the_chunks_before_it(monkeypatch, restore):
+    class FailsAt(Counter):
+        def on_item(self, value):
+            if value == 1100:
+                raise ValueError("1100")
+            return super().on_item(value)
+
+    monkeypatch.setattr(runner_module, "_CHUNK", 512)  # key 1100 is in the third chunk
+    runner = Runner(FailsAt, restore=restore)
+    with pytest.raises(Exception) as info:
+        runner.batch([(k, k) for k in range(1500)])
+    assert "1100" in str(info.value)
+    assert runner.result.activations == len(runner.result.outputs) == 1100
+    assert runner.result.outputs[-1] == (1099, 1)
+    kept = runner.blobs if restore == "always" else runner.live
+    assert sorted(kept) == list(range(1100))
