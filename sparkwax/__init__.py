@@ -27,20 +27,22 @@ if _os.environ.get("SPARKWAX_FAILURE_FILE"):  # under `sparkwax submit`: its sho
     from ._ops.failure import install_hook as _install_hook
     _install_hook()
 
-_ENGINE_NAMES = ("finish", "follow", "local_session", "read_state", "rescale", "start",
-                 "stateful", "stateful_batch")
-_FRAME_NAMES = ("connect", "join", "split_late", "value_fields", "value_struct")
+_ENGINE_NAMES = ("connect", "finish", "follow", "local_session", "read_state", "rescale",
+                 "split_late", "start", "stateful", "stateful_batch", "value_fields",
+                 "value_struct")
+_FRAME_NAMES = ("join",)
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any, Callable as _Callable
 from typing import List as _List, NoReturn as _NoReturn
 
 if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time,
     # __getattr__ below imports them (and pyspark) on first use.
-    from .engine import (finish as finish, follow as follow, local_session as local_session,
-                         read_state as read_state, rescale as rescale, start as start,
-                         stateful as stateful, stateful_batch as stateful_batch)
-    from .frames import (connect as connect, join as join, split_late as split_late,
+    from .engine import (connect as connect, finish as finish, follow as follow,
+                         local_session as local_session, read_state as read_state,
+                         rescale as rescale, split_late as split_late, start as start,
+                         stateful as stateful, stateful_batch as stateful_batch,
                          value_fields as value_fields, value_struct as value_struct)
+    from .frames import join as join
 
 __all__ = [  # a literal list (sorted), so that type checkers read it (test_exports pins it)
     "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError",

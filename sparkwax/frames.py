@@ -1,7 +1,7 @@
 """DataFrame-level operators: the one module built on both ``sparkwax.engine``
 (the Spark plumbing) and ``sparkwax.operators`` (the logics), as the command
-line is. ``sparkwax.join`` and the other names here load it (and pyspark) on
-first use.
+line is. ``sparkwax.join`` loads it (and pyspark) on first use; ``connect``,
+``split_late`` and ``value_*`` are the engine's (``sparkwax.engine.ENTRY_POINTS``).
 
 >>> import sparkwax as sw                                            # doctest: +SKIP
 >>> paid = sw.join(orders, payments, key="order_id", names=["order", "payment"])
@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from .builders import KeySpec
 from .engine.planning.connecting import connect, connected_names, side_struct_schema
-from .engine.planning.schemas import split_late, value_fields, value_struct
 from .operators.joins import joiner
 from .sides import side_names
 from .errors import ConfigError
@@ -62,4 +61,4 @@ def join(*frames: Any, key: KeySpec, names: Optional[Sequence[str]] = None,
     return connect(*frames, key=key, step=made, names=names, host=host, buckets=buckets)
 
 
-__all__ = ["connect", "join", "split_late", "value_fields", "value_struct"]
+__all__ = ["join"]

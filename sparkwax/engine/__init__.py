@@ -19,6 +19,10 @@ offline ones are ``sparkwax.testing``'s, the DataFrame-level operators
 ``read_state``         ``engine/checkpoints/state/frame.py``
 ``rescale``            ``engine/checkpoints/state/rescale.py``
 ``local_session``      ``engine/session/local_session.py``
+``connect``            ``engine/planning/connecting.py``
+``split_late``         ``engine/planning/schemas.py``
+``value_fields``       ``engine/planning/schemas.py``
+``value_struct``       ``engine/planning/schemas.py``
 ``STATE_STORES``       ``engine/deploy/session_confs.py``
 =====================  =======================================
 
@@ -41,6 +45,9 @@ if TYPE_CHECKING:  # type checkers see the real names; at run time __getattr__ l
     from .checkpoints.state.rescale import rescale as rescale
     from .session.local_session import local_session as local_session
     from .deploy.session_confs import STATE_STORES as STATE_STORES
+    from .planning.connecting import connect as connect
+    from .planning.schemas import split_late as split_late, value_fields as value_fields
+    from .planning.schemas import value_struct as value_struct
 
 ENTRY_POINTS: Dict[str, str] = {  # name -> its module, under sparkwax.engine (the table above)
     "stateful": "planning.plan",
@@ -53,10 +60,15 @@ ENTRY_POINTS: Dict[str, str] = {  # name -> its module, under sparkwax.engine (t
     "rescale": "checkpoints.state.rescale",
     "local_session": "session.local_session",
     "STATE_STORES": "deploy.session_confs",
+    "connect": "planning.connecting",
+    "split_late": "planning.schemas",
+    "value_fields": "planning.schemas",
+    "value_struct": "planning.schemas",
 }
 
-__all__ = ["STATE_SCHEMA", "STATE_STORES", "finish", "follow", "local_session", "read_state",
-           "rescale", "start", "stateful", "stateful_batch"]
+__all__ = ["STATE_SCHEMA", "STATE_STORES", "connect", "finish", "follow", "local_session",
+           "read_state", "rescale", "split_late", "start", "stateful", "stateful_batch",
+           "value_fields", "value_struct"]
 
 
 def __getattr__(name: str) -> Any:
