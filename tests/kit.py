@@ -135,6 +135,36 @@ class SumV1(sw.StatefulLogic):
         return self.total
 
 
+def sum_v1_step(session, folder, output_schema, step_id="sum"):
+    """``SumV1`` over a json file stream of ``key string, value long`` rows in
+    ``folder``, as a user attaches it (``session``: local or Connect)."""
+    stream = session.readStream.schema("key string, value long").json(str(folder))
+    return sw.stateful(stream, key="key", builder=SumV1, value="value",
+                       output_schema=output_schema, step_id=step_id)
+
+
+# --- scripts ------------------------------------------------------------------------------
+
+
+def accumulator_script():
+    """Four steps of ``reference.Accumulator`` input (``ACCUMULATOR_INPUT``,
+    event time ``ACCUMULATOR_TIME``) with a crash: the script ``finish`` is
+    checked on, locally and over Connect."""
+    from sparkwax.testing import Batch, Crash
+
+    return [
+        Batch([item("a", 0, 1), item("b", 1, 2), item("c", 2, 3)]),
+        Batch([item("a", 3, 5), item("b", 30, 6)]),
+        Crash(),
+        Batch([item("c", 40, 7), item("d", 41, 8)]),
+    ]
+
+
+ACCUMULATOR_INPUT = "key string, ts timestamp, value long"
+ACCUMULATOR_OUTPUT = "kind string, a long, b long"
+ACCUMULATOR_TIME = sw.EventTime("ts", watermark="2 minutes")
+
+
 # --- command line and processes -----------------------------------------------------------
 
 

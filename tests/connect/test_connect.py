@@ -20,17 +20,11 @@ from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark
 from sparkwax.testing.strategies import micro_batches, timestamped_items
 
-from kit import SumV1, at, each_spark_host_with_buckets, item, per_key
+from kit import (ACCUMULATOR_INPUT, ACCUMULATOR_OUTPUT, ACCUMULATOR_TIME, at,
+                 accumulator_script, each_spark_host_with_buckets, item, per_key, sum_v1_step)
 
-INPUT = "key string, ts timestamp, value long"
-OUTPUT = "kind string, a long, b long"
-TIME = sw.EventTime("ts", watermark="2 minutes")
-SCRIPT = [
-    Batch([item("a", 0, 1), item("b", 1, 2), item("c", 2, 3)]),
-    Batch([item("a", 3, 5), item("b", 30, 6)]),
-    Crash(),
-    Batch([item("c", 40, 7), item("d", 41, 8)]),
-]
+INPUT, OUTPUT, TIME = ACCUMULATOR_INPUT, ACCUMULATOR_OUTPUT, ACCUMULATOR_TIME
+SCRIPT = accumulator_script()
 
 
 def _rows_by_key(frame):
@@ -132,9 +126,7 @@ def test_start_records_steps_and_refuses_a_changed_output(remote, tmp_path):
     (tmp_path / "in" / "0.json").write_text('{"key": "a", "value": 1}\n')
 
     def attach(schema):
-        stream = remote.readStream.schema("key string, value long").json(str(tmp_path / "in"))
-        return sw.stateful(stream, key="key", builder=SumV1, value="value",
-                           output_schema=schema, step_id="sum")
+        return sum_v1_step(remote, tmp_path / "in", schema)
 
     query = sw.start(attach("total long, version long"), checkpoint=str(tmp_path / "ck"),
                      path=str(tmp_path / "out"))

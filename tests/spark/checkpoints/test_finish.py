@@ -12,19 +12,11 @@ from sparkwax._ops.snapshot_json import json_value
 from sparkwax.testing import Batch, Crash, Eof, run
 from sparkwax.testing.reference import Accumulator
 
-from kit import SumV1, T0, each_spark_host, item, state_cli
+from kit import (ACCUMULATOR_INPUT, ACCUMULATOR_OUTPUT, ACCUMULATOR_TIME, SumV1, T0,
+                 accumulator_script, each_spark_host, item, state_cli, sum_v1_step)
 
-INPUT = "key string, ts timestamp, value long"
-OUTPUT = "kind string, a long, b long"
-TIME = sw.EventTime("ts", watermark="2 minutes")
-
-
-SCRIPT = [
-    Batch([item("a", 0, 1), item("b", 1, 2), item("c", 2, 3)]),
-    Batch([item("a", 3, 5), item("b", 30, 6)]),
-    Crash(),
-    Batch([item("c", 40, 7), item("d", 41, 8)]),
-]
+INPUT, OUTPUT, TIME = ACCUMULATOR_INPUT, ACCUMULATOR_OUTPUT, ACCUMULATOR_TIME
+SCRIPT = accumulator_script()
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +150,7 @@ def test_start_refuses_a_changed_output_schema(spark, tmp_path):
     (tmp_path / "in").mkdir()
 
     def attach(schema):
-        stream = spark.readStream.schema("key string, value long").json(str(tmp_path / "in"))
-        return sw.stateful(stream, key="key", builder=SumV1, value="value",
-                           output_schema=schema, step_id="sum")
+        return sum_v1_step(spark, tmp_path / "in", schema)
 
     query = sw.start(attach("total long, version long"), checkpoint=str(tmp_path / "ck"),
                      path=str(tmp_path / "out"))
