@@ -41,7 +41,7 @@ class OperatorBuilder(Generic[V, W, S]):
     watermark per side.
     """
 
-    logic: type  # the logic class (``sparkwax.step.uses_deadlines`` reads its methods)
+    logic: type  # the logic class (``sparkwax.step_fields.uses_deadlines`` reads its methods)
     config: Any
 
     def __init__(self, name: str, logic: Callable[[_C, Optional[S]], ItemLogic[V, W, S]],

@@ -51,7 +51,7 @@ class Limited:
     snapshot. The snapshot is the inner logic's, unchanged."""
 
     inner: Logic
-    forwards_deadlines = True  # see sparkwax.step.uses_deadlines
+    forwards_deadlines = True  # see sparkwax.step_fields.uses_deadlines
 
     def __init__(self, inner: Logic, max_bytes: int) -> None:
         self.inner = inner

@@ -19,7 +19,7 @@ from ..errors import (NO_VALUE, BuilderError, CallbackError, InputError, LogicEr
 from ..expiry import TtlLogic
 from ..limits import Limited
 from ..logic import ItemLogic, Logic, forward_deadline
-from ..step import check_deadlines, logic_has_deadlines
+from ..step_fields import check_deadlines, logic_has_deadlines
 from ..timers import from_epoch_ms, is_due, require_aware, timer_ms
 from .order import Order
 from .results import EventTimes

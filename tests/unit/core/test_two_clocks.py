@@ -13,7 +13,8 @@ from sparkwax.errors import NO_VALUE, CallbackError, ConfigError, NotifyAtError
 from sparkwax.logic import DISCARD, RETAIN, StatefulLogic
 from sparkwax.operators import Ttl, collect_window, with_max_wait, with_ttl
 from sparkwax.operators import SessionWindower
-from sparkwax.step import Step, uses_deadlines
+from sparkwax.step import Step
+from sparkwax.step_fields import uses_deadlines
 from sparkwax.testing import Batch, Crash, Eof, Runner, Tick, run, run_bounded
 from sparkwax.testing.reference import Counter, IdleAlarm
 from sparkwax.testing.strategies import START, check_logic, timestamped_items
