@@ -17,6 +17,7 @@ from .clock import Clock, current_clock, now, processing_now
 from .logic import DISCARD, RETAIN, Builder, StatefulBatchLogic, StatefulLogic
 from ._ops.rebuild import task_errors
 from .step import Step, StepOptions
+from ._driver.chain import chain
 from .timers import EventTime, ProcessingTime
 
 __version__ = "0.1.0"
@@ -49,9 +50,9 @@ __all__ = [  # a literal list (sorted), so that type checkers read it (test_expo
     "DISCARD", "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
     "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError",
     "SnapshotError", "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step",
-    "StepOptions", "connect", "current_clock", "finish", "follow", "join", "local_session",
-    "now", "processing_now", "read_state", "rescale", "split_late", "start", "stateful",
-    "stateful_batch", "task_errors", "value_fields", "value_struct",
+    "StepOptions", "chain", "connect", "current_clock", "finish", "follow", "join",
+    "local_session", "now", "processing_now", "read_state", "rescale", "split_late", "start",
+    "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
 ]
 
 

@@ -38,6 +38,7 @@ class Driver(Routes):
         self.batch = step.batch
         self.time = step.time
         self.builder = step.logic_builder()
+        self._keyed = getattr(step.builder, "wants_key", False) is True
         self.event_column = step.time.column if isinstance(step.time, EventTime) else None
         self.order_by = step.order_by
         self.sides = step.sides

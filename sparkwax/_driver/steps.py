@@ -55,6 +55,7 @@ class Steps(Order):
     _tag: Optional[Callable[[Any], Any]]
     _entry: str
     _clock: Optional[Clock]
+    _keyed: bool = False  # the step's builder is a chain (``chain.Chain.wants_key``)
 
     def _restore(self, key: Any, stored: Optional[bytes], committed_timer: Any = NO_VALUE
                  ) -> Tuple[Optional[Logic], Optional[int]]:
@@ -75,6 +76,8 @@ class Steps(Order):
         logic = self._build(key, resume)
         try:  # _next_timer, inline (a call less per key)
             moment = logic.notify_at()
+        except LogicError:  # a chain's stage: it names its own step and key
+            raise
         except Exception as error:
             raise self._notify_at_raised(key, error) from error
         timer = None if moment is None else self._timer_ms(key, moment)
@@ -114,6 +117,8 @@ class Steps(Order):
                 on_item = fresh.on_item
             try:
                 result = on_item(value)
+            except LogicError:  # a chain's stage: it names its own step and key
+                raise
             except Exception as error:
                 raise CallbackError(self.step_id, key, "on_item", value,
                                     f"on_item raised {error!r} on this value") from error
@@ -221,8 +226,15 @@ class Steps(Order):
         (``on_item``, or ``on_batch`` for a batch step)."""
         try:
             logic: Logic = self.builder(snapshot)
+        except LogicError:  # a chain's stage: it names its own step and key
+            raise
         except Exception as error:
             raise self._builder_raised(key, snapshot, error) from error
+        if self._keyed:  # a chain's logic: its stages' errors name the key
+            inner: Any = logic
+            while getattr(type(inner), "forwards_deadlines", False):  # ttl, state limit
+                inner = inner.inner
+            inner.key = key
         if not callable(getattr(logic, self._entry, None)):
             raise self._not_a_logic(key, logic)
         if self.two_clocks is None:  # a builder function: learnt from its first logic
@@ -282,6 +294,8 @@ class Steps(Order):
         """``logic.snapshot()``, with errors naming the step and key."""
         try:
             return logic.snapshot()
+        except LogicError:  # a chain's stage: it names its own step and key
+            raise
         except Exception as error:
             raise self._snapshot_raised(key, error) from error
 
@@ -293,6 +307,8 @@ class Steps(Order):
         """``notify_at()`` as epoch ms (rounded up), validated."""
         try:
             moment = logic.notify_at()
+        except LogicError:  # a chain's stage: it names its own step and key
+            raise
         except Exception as error:
             raise self._notify_at_raised(key, error) from error
         return None if moment is None else self._timer_ms(key, moment)
@@ -333,6 +349,8 @@ class Steps(Order):
         """Call ``logic.<name>(*args)``, validate, extend emits; True if discarded."""
         try:
             result = getattr(logic, name)(*args)
+        except LogicError:  # a chain's stage: it names its own step and key
+            raise
         except Exception as error:
             shown = args[0] if args else NO_VALUE
             raise CallbackError(self.step_id, key, name, shown,

@@ -153,6 +153,16 @@ def test_operator_helpers_over_connect(remote):
     assert rules.get() == {"large": {"rule": "large", "bound": 20.0}}
 
 
+@pytest.mark.lines
+def test_a_second_step_on_a_stream_is_refused_over_connect(remote, tmp_path):
+    (tmp_path / "in").mkdir()
+    first = sum_v1_step(remote, tmp_path / "in", "total long, version long", step_id="first")
+    with pytest.raises(sw.ConfigError, match="'second': its input stream already runs "
+                                             "stateful step 'first'"):
+        sw.stateful(first.select("key", "total"), key="key", builder=Accumulator,
+                    value="total", output_schema=OUTPUT, step_id="second")
+
+
 def test_demo_over_connect(remote, connect_url, tmp_path, capsys):
     from sparkwax.cli import main
 

@@ -16,7 +16,7 @@ PUBLIC = {
         "DISCARD",
         "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
         "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError", "SnapshotError",
-        "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "StepOptions", "connect",
+        "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "StepOptions", "chain", "connect",
         "current_clock", "finish", "follow", "join", "local_session", "now", "processing_now",
         "read_state", "rescale", "split_late", "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
     ],

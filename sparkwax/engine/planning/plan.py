@@ -32,6 +32,7 @@ from ..deploy.session_confs import max_snapshot_bytes, packed_unpacker
 from ..deploy.shipping import ship_function
 from ..hosts import two_clocks as two_clock_hosts
 from .recorded_counts import remember
+from .chaining import refuse_second_step
 from .schemas import STEP_METADATA
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     keys = [key] if isinstance(key, str) else list(key)
     if host not in HOSTS:
         raise ConfigError(f"step {step_id!r}: host must be one of {HOSTS}, got {host!r}")
+    refuse_second_step(df, step_id)
     if host == "packed":
         buckets = _bucket_count(df, buckets, step_id)
     schema = parse_schema(df, step.output_schema, step_id)

@@ -1,0 +1,122 @@
+"""A stateful step on a stream that already runs one: found in the input's
+plan and refused by name, before Spark's analyzer sees the query.
+
+Spark runs one ``applyInPandasWithState`` per streaming query (its
+``UnsupportedOperationChecker``: "Multiple applyInPandasWithStates are not
+supported", raised at ``start`` with the whole plan, sparkwax's internal
+columns included). Every Spark entry point's plan (``plan_step``) asks
+``refuse_second_step`` first, so ``sw.stateful``, ``connect``, ``join`` and
+``stateful_batch`` on such a stream fail where the user wrote the second step,
+with the names of both steps and the forms that work.
+
+>>> stateful_operators_in("~CollectMetrics sparkwax:dedupe, [...]\\n"
+...                       "+- ~FlatMapGroupsInPandasWithState run_streaming_group(...)")
+['dedupe']
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator, List, Optional
+
+from ...errors import ConfigError
+from ...metrics import INPUT_SUFFIX, PREFIX
+
+# an applyInPandasWithState node of a classic session's logical plan (the same
+# name on 3.5 to 4.3), and the observed metrics sparkwax puts on top of each
+_APPLY = "FlatMapGroupsInPandasWithState"
+_METRICS = re.compile(r"CollectMetrics " + re.escape(PREFIX) + r"(.+?), \[")
+OTHER = "an applyInPandasWithState that is not a sparkwax step"
+# the Spark Connect client's plan nodes of the same two
+_CONNECT_APPLY = "ApplyInPandasWithState"
+_CONNECT_METRICS = "CollectMetrics"
+
+
+def stateful_operators_in(plan: str) -> List[str]:
+    """The applyInPandasWithState operators of a logical plan's text, top
+    first: a sparkwax step's id (its observed metrics sit above it), else
+    ``OTHER``."""
+    names: List[str] = []
+    above: Optional[str] = None  # the step whose metrics are the latest seen
+    for line in plan.splitlines():
+        metrics = _METRICS.search(line)
+        if metrics is not None and not metrics.group(1).endswith(INPUT_SUFFIX):
+            above = metrics.group(1)
+        elif _APPLY in line:
+            names.append(above or OTHER)
+            above = None
+    return names
+
+
+def stateful_operators(df: Any) -> List[str]:
+    """The applyInPandasWithState operators ``df``'s plan holds (see
+    ``stateful_operators_in``), on a classic or a Spark Connect session;
+    ``[]`` when the plan cannot be read (private APIs: the JVM's
+    ``queryExecution().logical()``, Connect's client plan, both on every
+    supported line; a change there skips the check, and Spark's own error
+    stands)."""
+    try:
+        plan = getattr(df, "_plan", None)
+        if plan is not None and type(df).__module__.startswith("pyspark.sql.connect"):
+            return _connect_operators(plan)
+        return stateful_operators_in(str(df._jdf.queryExecution().logical().toString()))
+    except Exception:  # pragma: no cover (a PySpark that moved the plan's API)
+        return []
+
+
+def _connect_operators(plan: Any) -> List[str]:
+    """``stateful_operators`` from a Connect client plan, walked node by node."""
+    names: List[str] = []
+    above: Optional[str] = None  # as in stateful_operators_in
+    for node in _nodes(plan):
+        kind = type(node).__name__
+        if kind == _CONNECT_METRICS:
+            observation = getattr(node, "_observation", None)
+            name = observation if isinstance(observation, str) else \
+                str(getattr(observation, "_name", ""))
+            if name.startswith(PREFIX) and not name.endswith(INPUT_SUFFIX):
+                above = name[len(PREFIX):]
+        elif kind == _CONNECT_APPLY:
+            names.append(above or OTHER)
+            above = None
+    return names
+
+
+def _nodes(plan: Any) -> Iterator[Any]:
+    """Every plan node under ``plan``, top first (children in any attribute:
+    ``_child``, a join's ``left``/``right``, a union's ``other``...)."""
+    from pyspark.sql.connect.plan import LogicalPlan
+
+    seen = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        children = [value for value in vars(node).values() if isinstance(value, LogicalPlan)]
+        stack.extend(reversed(children))
+
+
+def refuse_second_step(df: Any, step_id: str) -> None:
+    """A ConfigError when the streaming ``df`` already runs a stateful step
+    (one applyInPandasWithState per query), naming both and the ways out."""
+    if not df.isStreaming:
+        return
+    earlier = stateful_operators(df)
+    if not earlier:
+        return
+    first = earlier[0]
+    named = f"step {first!r}" if first != OTHER else OTHER
+    raise ConfigError(
+        f"step {step_id!r}: its input stream already runs stateful {named}, and Spark runs "
+        f"one applyInPandasWithState per streaming query (it would refuse the query at "
+        f"start: \"Multiple applyInPandasWithStates are not supported\"). To run both: "
+        f"(1) over the same key, write the two steps as one logic; (2) over another key, "
+        f"run two queries: sw.start the first with path= (a table or files), read that "
+        f"with spark.readStream and put step {step_id!r} on it (docs/guide.md, "
+        f"\"Several stateful steps\")")
+
+
+__all__ = ["OTHER", "refuse_second_step", "stateful_operators", "stateful_operators_in"]

@@ -1,0 +1,198 @@
+"""``sw.chain``: same-key stages as one step. A stage that passes every item
+through (and holds no state) leaves the other stage's run as it is, timers,
+DISCARDs, crashes and EOF included, on either side of it; the stages'
+errors name the stage and the key; a chain made wrong is a ConfigError."""
+
+from __future__ import annotations
+
+import pickle
+
+import cloudpickle
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sparkwax as sw
+from sparkwax.errors import CallbackError
+from sparkwax.step import Step
+from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
+from sparkwax.testing.reference import Accumulator, Counter, TransitionRecorder
+from sparkwax.testing.strategies import keyed_items, scripts, timestamped_items
+
+from kit import at
+
+COMMANDS = st.fixed_dictionaries(
+    {"id": st.integers(0, 9)},
+    optional={"discard": st.booleans(),
+              "notify": st.one_of(st.none(), st.integers(-5, 90).map(at)),
+              "notify_discard": st.booleans(),
+              "eof_discard": st.booleans()})
+TIME = sw.EventTime("ts", watermark="2 minutes")
+
+
+class PassThrough(sw.StatefulLogic):
+    """Emits each item as it is and holds no state (DISCARD)."""
+
+    def __init__(self, resume=None):
+        pass
+
+    def on_item(self, value):
+        return [value], sw.DISCARD
+
+    def snapshot(self):
+        return None
+
+
+def recorder(step_id="rec"):
+    return Step.of(TransitionRecorder, step_id=step_id)
+
+
+def passing(step_id="pass"):
+    return Step.of(PassThrough, step_id=step_id)
+
+
+def same_run(chained, alone, stage_id):
+    assert chained.by_key == alone.by_key
+    assert chained.timers == alone.timers
+    assert chained.snapshots == {key: {stage_id: snapshot}
+                                 for key, snapshot in alone.snapshots.items()}
+    assert chained.metrics.keys_created == alone.metrics.keys_created
+    assert chained.metrics.keys_discarded == alone.metrics.keys_discarded
+
+
+@settings(max_examples=80, deadline=None)
+@given(script=scripts(items=keyed_items(keys=st.sampled_from(["a", "b", 3]), values=COMMANDS,
+                                        max_size=12)),
+       restore=st.sampled_from(["always", "on_crash"]),
+       first=st.booleans())
+def test_a_pass_through_stage_leaves_the_run_as_it_is(script, restore, first):
+    stages = (passing(), recorder()) if first else (recorder(), passing())
+    same_run(run(sw.chain(*stages), script, restore=restore),
+             run(TransitionRecorder, script, restore=restore), "rec")
+
+
+@settings(max_examples=50, deadline=None)
+@given(script=scripts(items=timestamped_items(keys=st.sampled_from(["a", "b"]),
+                                              values=st.integers(0, 30)), time=TIME),
+       restore=st.sampled_from(["always", "on_crash"]))
+def test_event_time_timers_of_a_chained_stage(script, restore):
+    # Accumulator arms an event-time timer per key; after a pass-through
+    # stage it fires at the same watermarks, late rows dropped as before.
+    chained = run(sw.chain(passing(), Step.of(Accumulator, step_id="acc")), script,
+                  restore=restore, time=TIME)
+    same_run(chained, run(Accumulator, script, restore=restore, time=TIME), "acc")
+    assert chained.late == run(Accumulator, script, restore=restore, time=TIME).late
+
+
+@settings(max_examples=50, deadline=None)
+@given(items=keyed_items(keys=st.sampled_from(["a", "b"]), values=COMMANDS, max_size=12))
+def test_bounded_input(items):
+    chained = run_bounded(sw.chain(recorder(), passing()), items)
+    assert chained.by_key == run_bounded(TransitionRecorder, items).by_key
+
+
+class Evens(sw.StatefulLogic):
+    """Emits the even values; counts the odd ones (its state)."""
+
+    def __init__(self, resume=None):
+        self.odd = resume or 0
+
+    def on_item(self, value):
+        if value % 2:
+            self.odd += 1
+            return [], sw.RETAIN
+        return [value], sw.RETAIN
+
+    def on_eof(self):
+        return [100 + self.odd], sw.RETAIN
+
+    def snapshot(self):
+        return self.odd
+
+
+def test_emits_flow_through_the_stages_each_with_its_own_snapshot():
+    evens_then_count = sw.chain(Step.of(Evens, step_id="evens"),
+                                Step.of(Counter, step_id="count"))
+    # (the third batch reaches only the first stage: the second keeps its snapshot)
+    script = [Batch([("k", 1), ("k", 2), ("j", 3)]), Crash(), Batch([("k", 4), ("k", 5)]),
+              Batch([("k", 7)])]
+    result = run(evens_then_count, script)
+    assert result.by_key == {"k": [1, 2]}
+    assert result.snapshots == {"k": {"evens": 3, "count": 2}, "j": {"evens": 1}}
+    # at EOF the first stage's on_eof emits reach the second as items, then its own on_eof
+    assert run(evens_then_count, [*script, Eof()]).by_key == {"k": [1, 2, 3], "j": [1]}
+    assert result.step_id == "stateful:Evens>Counter"
+
+
+def test_a_chain_discards_when_no_stage_holds_a_logic():
+    class Once(PassThrough):
+        pass
+
+    result = run(sw.chain(Step.of(Once, step_id="a"), passing("b")),
+                 [Batch([("k", {"id": 1})])])
+    assert result.snapshots == {} and result.metrics.keys_created == 0
+
+
+class Fails(Counter):
+    def on_item(self, value):
+        if value == 13:
+            raise ValueError("unlucky")
+        return super().on_item(value)
+
+
+def test_a_stage_error_names_the_stage_and_the_key():
+    with pytest.raises(CallbackError) as raised:
+        run(sw.chain(passing(), Step.of(Fails, step_id="count")), [Batch([("k", 1), ("k", 13)])])
+    assert (raised.value.step_id, raised.value.key, raised.value.callback) == \
+        ("count", "k", "on_item")
+    # a stage's snapshot that cannot be rebuilt names it too
+    class Broken(Counter):
+        def __init__(self, resume=None):
+            if resume == 1:
+                raise RuntimeError("cannot resume")
+            super().__init__(resume)
+
+    with pytest.raises(sw.BuilderError) as built:
+        run(sw.chain(passing(), Step.of(Broken, step_id="broken")),
+            [Batch([("k", 1)]), Batch([("k", 2)])])
+    assert (built.value.step_id, built.value.key) == ("broken", "k")
+
+
+def test_a_chain_ships_as_a_builder():
+    chain = sw.chain(Step.of(Evens, step_id="evens"), Step.of(Counter, step_id="count"))
+    copy = pickle.loads(cloudpickle.dumps(chain))
+    assert copy == chain and copy._drivers is None
+    assert run(copy, [Batch([("k", 2)])]).by_key == {"k": [1]}
+
+
+@pytest.mark.parametrize("stages, message", [
+    ((Counter,), "two or more stages"),
+    ((Counter, Counter), r"\['stateful:Counter'\] is given twice"),
+    ((Step.of(Counter, step_id="a", order_by="id"), passing()), "stage 'a': a stage's Step "
+                                                                  "sets only batch"),
+    ((Step.of(Counter, step_id="a", ttl="1 hour"), passing()), "stage 'a'"),
+])
+def test_a_chain_made_wrong_is_a_config_error(stages, message):
+    with pytest.raises(sw.ConfigError, match=message):
+        sw.chain(*stages)
+
+
+def test_a_stage_with_processing_deadlines_is_refused():
+    class Deadline(Counter):
+        def processing_notify_at(self):
+            return None
+
+    with pytest.raises(sw.ConfigError, match="stage '.*Deadline': processing deadlines"):
+        sw.chain(Deadline, passing())
+    with pytest.raises(sw.ConfigError, match="step 'd': .*Deadline has processing_notify_at"):
+        sw.chain(Step.of(Deadline, step_id="d"), passing())
+
+
+def test_a_snapshot_that_is_not_a_chains_is_a_builder_error():
+    from sparkwax._driver import Driver
+    from sparkwax.recovery import encode
+
+    driver = Driver(Step.of(sw.chain(recorder(), passing()), step_id="c"))
+    with pytest.raises(sw.BuilderError, match="a chain's snapshot is a dict") as raised:
+        driver.activate("k", encode(5, step_id="c", key="k"), [], 0)
+    assert (raised.value.step_id, raised.value.key) == ("c", "k")
