@@ -113,7 +113,8 @@ def refuse_second_step(df: Any, step_id: str) -> None:
         f"step {step_id!r}: its input stream already runs stateful {named}, and Spark runs "
         f"one applyInPandasWithState per streaming query (it would refuse the query at "
         f"start: \"Multiple applyInPandasWithStates are not supported\"). To run both: "
-        f"(1) over the same key, write the two steps as one logic; (2) over another key, "
+        f"(1) over the same key, chain them into one step: builder=sw.chain(first, "
+        f"second), the first's emits the second's items; (2) over another key, "
         f"run two queries: sw.start the first with path= (a table or files), read that "
         f"with spark.readStream and put step {step_id!r} on it (docs/guide.md, "
         f"\"Several stateful steps\")")

@@ -52,7 +52,7 @@ def test_a_second_step_on_a_stream_names_both(spark, tmp_path, host):
     assert message.startswith("step 'regions': its input stream already runs stateful "
                               "step 'dedupe'")
     assert "Multiple applyInPandasWithStates are not supported" in message
-    assert "two queries" in message and "one logic" in message
+    assert "two queries" in message and "sw.chain(first, second)" in message
 
 
 def test_a_join_after_a_step_and_a_step_after_a_plain_operator(spark, tmp_path):
@@ -77,7 +77,7 @@ def test_a_bounded_frame_takes_two_steps(spark, host):
     frame = spark.createDataFrame(EVENTS, "user string, region string")
     deduped = sw.stateful(frame, key="user", builder=FirstSeen, output_schema="region string",
                           step_id="dedupe", host=host)
-    counted = sw.stateful(deduped.select("region"), key="region", builder=Counter,
+    counted = sw.stateful(deduped, key="region", builder=Counter, value="user",
                           output_schema="n long", step_id="regions", host=host)
     got = sorted((row["region"], row["n"]) for row in counted.collect())
     first = run_bounded(FirstSeen, [(user, {"region": region}) for user, region in EVENTS])
