@@ -115,9 +115,9 @@ class ChainLogic:
         upstream emitted, its ``on_eof`` (``eof``); the last stage's emits,
         and whether no stage holds a logic."""
         key, now_ms = self.key, None
-        if notify:
+        if notify:  # (the driver calls on_notify inside an activation: it set a clock)
             clock = current_clock()
-            now_ms = clock.now_ms if clock is not None else self._earliest()
+            now_ms = None if clock is None else clock.now_ms
         for index, driver in enumerate(self.chain.drivers):
             emits: List[Any] = []
             logic = self._logic(index)

@@ -154,6 +154,8 @@ class Steps(Order):
         elif touched:
             try:  # self.snapshot, inline (a call less per key)
                 snapshot = logic.snapshot()
+            except LogicError:  # a chain's stage: it names its own step and key
+                raise
             except Exception as error:
                 raise self._snapshot_raised(key, error) from error
             try:  # recovery.encode's common case, inline
@@ -164,6 +166,8 @@ class Steps(Order):
             state, snapshot = stored, _Lazy
         try:  # _next_timer, inline
             moment = logic.notify_at()
+        except LogicError:  # a chain's stage: it names its own step and key
+            raise
         except Exception as error:
             raise self._notify_at_raised(key, error) from error
         timer = armed = None

@@ -8,7 +8,7 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.testing import run_bounded
-from sparkwax.testing.reference import Counter
+from sparkwax.testing.reference import BatchCounter, Counter
 
 from kit import each_spark_host
 
@@ -70,6 +70,23 @@ def test_a_join_after_a_step_and_a_step_after_a_plain_operator(spark, tmp_path):
     with pytest.raises(sw.ConfigError, match="applyInPandasWithState that is not a sparkwax"):
         sw.stateful(bare, key="region", builder=Counter, output_schema="n long",
                     step_id="regions")
+
+
+def test_connect_and_stateful_batch_after_a_step(spark, tmp_path):
+    stream = users(spark, tmp_path)
+    deduped = sw.stateful(stream, key="user", builder=FirstSeen,
+                          output_schema="region string", step_id="dedupe")
+    with pytest.raises(sw.ConfigError, match="'joined': its input stream already runs "
+                                             "stateful step 'dedupe'"):
+        sw.connect(deduped, stream, key="user", builder=Counter, output_schema="n long",
+                   step_id="joined")
+    with pytest.raises(sw.ConfigError, match="'batched': its input stream already runs "
+                                             "stateful step 'dedupe'"):
+        sw.stateful_batch(deduped, key="region", builder=BatchCounter, value="user",
+                          output_schema="n long", step_id="batched")
+    # one step on the stream is fine, and so is a second on another stream
+    sw.stateful(stream, key="region", builder=Counter, value="user", output_schema="n long",
+                step_id="alone")
 
 
 @each_spark_host

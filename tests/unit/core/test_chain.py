@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparkwax as sw
+import sparkwax.testing
 from sparkwax.errors import CallbackError
 from sparkwax.step import Step
 from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
@@ -160,16 +161,96 @@ def test_a_stage_error_names_the_stage_and_the_key():
 
 def test_a_chain_ships_as_a_builder():
     chain = sw.chain(Step.of(Evens, step_id="evens"), Step.of(Counter, step_id="count"))
-    copy = pickle.loads(cloudpickle.dumps(chain))
+    assert run(chain, [Batch([("k", 2)])]).by_key == {"k": [1]} and chain._drivers
+    copy = pickle.loads(cloudpickle.dumps(chain))  # each process makes its own drivers
     assert copy == chain and copy._drivers is None
     assert run(copy, [Batch([("k", 2)])]).by_key == {"k": [1]}
+    assert chain != sw.chain(Step.of(Evens, step_id="evens"), Step.of(Counter, step_id="n"))
+    assert repr(chain) == "chain('evens', 'count')" and hash(copy) == hash(chain)
+
+
+class Relay(sw.StatefulLogic):
+    """Passes its items on; ``relay_notify`` sets its timer, whose
+    ``on_notify`` emits ``{"id": 100}`` downstream."""
+
+    def __init__(self, resume=None):
+        self.notify = resume
+
+    def on_item(self, value):
+        self.notify = value.get("relay_notify", self.notify)
+        return [value], sw.RETAIN
+
+    def notify_at(self):
+        return self.notify
+
+    def on_notify(self):
+        self.notify = None
+        return [{"id": 100}], sw.RETAIN
+
+    def snapshot(self):
+        return self.notify
+
+
+def test_every_due_stage_fires_in_the_activation_of_the_earliest():
+    # stage 1's timer (minute 1) and stage 2's (minute 2) are both due at
+    # minute 5: stage 2 fires before the item stage 1's on_notify sends it
+    chain = sw.chain(Step.of(Relay, step_id="relay"), recorder())
+    result = run(chain, [Batch([("k", {"id": 1, "relay_notify": at(1), "notify": at(2)})],
+                               now=at(0)),
+                         sw.testing.Tick(now=at(5))])
+    assert result.by_key == {"k": [("item", 1, 1), ("notify", at(2), 1), ("item", 100, 1)]}
+    assert result.metrics.timers_fired == 1  # one on_notify of the chained step
+
+
+class Raises(Relay):
+    """Raises in the callback its item names."""
+
+    def on_item(self, value):
+        self.fail = value.get("fail")
+        if self.fail == "notify_at":
+            self.notify = "not a datetime"
+        return super().on_item(value)
+
+    def on_notify(self):
+        raise RuntimeError("on_notify")
+
+    def on_eof(self):
+        raise RuntimeError("on_eof")
+
+    def snapshot(self):
+        if self.fail == "snapshot":
+            raise RuntimeError("snapshot")
+        return super().snapshot()
+
+
+@pytest.mark.parametrize("fail, callback, script", [
+    ("on_notify", "on_notify", [Batch([("k", {"id": 1, "relay_notify": at(1)})], now=at(0)),
+                                sw.testing.Tick(now=at(5))]),
+    ("on_eof", "on_eof", [Batch([("k", {"id": 1})]), Eof()]),
+    ("snapshot", "snapshot", [Batch([("k", {"id": 1, "fail": "snapshot"})])]),
+    ("notify_at", "notify_at", [Batch([("k", {"id": 1, "fail": "notify_at"})])]),
+])
+def test_each_callback_of_a_stage_names_the_stage_and_the_key(fail, callback, script):
+    with pytest.raises(sw.LogicError) as raised:
+        run(sw.chain(passing(), Step.of(Raises, step_id="raises")), script)
+    assert (raised.value.step_id, raised.value.key, raised.value.callback) == \
+        ("raises", "k", callback)
+
+
+def test_a_stage_may_be_a_batch_logic_or_limited():
+    from sparkwax.testing.reference import BatchCounter
+
+    chain = sw.chain(Step.of(Evens, step_id="evens", max_state_bytes=64),
+                     Step.of(BatchCounter, step_id="batch", batch=True))
+    assert run(chain, [Batch([("k", 2), ("k", 4)])]).by_key == {"k": [1, 2]}
 
 
 @pytest.mark.parametrize("stages, message", [
     ((Counter,), "two or more stages"),
     ((Counter, Counter), r"\['stateful:Counter'\] is given twice"),
     ((Step.of(Counter, step_id="a", order_by="id"), passing()), "stage 'a': a stage's Step "
-                                                                  "sets only batch"),
+                                                                  "sets only batch, "
+                                                                  "max_state_bytes, step_id;"),
     ((Step.of(Counter, step_id="a", ttl="1 hour"), passing()), "stage 'a'"),
 ])
 def test_a_chain_made_wrong_is_a_config_error(stages, message):
@@ -193,6 +274,17 @@ def test_a_snapshot_that_is_not_a_chains_is_a_builder_error():
     from sparkwax.recovery import encode
 
     driver = Driver(Step.of(sw.chain(recorder(), passing()), step_id="c"))
-    with pytest.raises(sw.BuilderError, match="a chain's snapshot is a dict") as raised:
+    with pytest.raises(sw.BuilderError, match="a chain's snapshot is a dict of its stages' "
+                                              "snapshots, got int") as raised:
         driver.activate("k", encode(5, step_id="c", key="k"), [], 0)
     assert (raised.value.step_id, raised.value.key) == ("c", "k")
+
+
+@pytest.mark.parametrize("options", [{"max_state_bytes": 10_000}, {"ttl": "1 hour"}])
+def test_a_chained_step_with_a_state_limit_or_ttl(options):
+    # the step's wrappers hold the chain's logic: its stages still name the key
+    chain = sw.chain(passing(), Step.of(Fails, step_id="count"))
+    assert run(chain, [Batch([("k", 1), ("k", 2)])], **options).by_key == {"k": [1, 2]}
+    with pytest.raises(CallbackError) as raised:
+        run(chain, [Batch([("k", 13)])], **options)
+    assert (raised.value.step_id, raised.value.key) == ("count", "k")
