@@ -22,7 +22,7 @@ INTEGER, TIMESTAMP, OTHER = "integer", "timestamp", "other"
 NULL_MICROS = -(1 << 63)
 """A null timestamp in a µs column, the event-time copy included (Spark's
 timestamps end at year 1, far above): the plan sends them so
-(``plan._project``), not as null, which pandas would hand as a float
+(``projection.project_input``), not as null, which pandas would hand as a float
 column, exact to 2**53 µs only (~285 years from 1970)."""
 NESTED = "nested"
 """A column whose type holds an array (at any depth): pyspark hands arrays as

@@ -9,8 +9,8 @@ logic as aware UTC datetimes whatever the session time zone.
 
 from __future__ import annotations
 
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional,
-                    Sequence, Tuple, Union, cast)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -22,7 +22,7 @@ from ...logic import Builder
 from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX
 from ...step import HOSTS, Host, Step, StepOptions, as_step, default_step_id
 from ...timers import EventTime, TimeMode
-from ..hosts.columns import INTEGER, NESTED, NULL_MICROS, OTHER, TIMESTAMP, InputLayout
+from ..hosts.columns import InputLayout
 from ..hosts.host import NO_TIMEOUT, BoundedHost, StreamingHost
 from ..hosts.outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
 from ..hosts.packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
@@ -33,6 +33,8 @@ from ..deploy.shipping import ship_function
 from ..hosts import two_clocks as two_clock_hosts
 from .recorded_counts import remember
 from .chaining import refuse_second_step
+from .projection import (EVENT_US, nullable_longs, project_input, require_columns,
+                         value_kind)
 from .schemas import STEP_METADATA
 
 if TYPE_CHECKING:
@@ -57,8 +59,6 @@ STATE_SCHEMA = T.StructType([T.StructField("snapshot", T.BinaryType(), False),
 TWO_CLOCK_STATE_SCHEMA = T.StructType([*STATE_SCHEMA.fields,
                                        T.StructField("deadline", T.LongType(), True)])
 """A per-key step with both timer kinds: the processing deadline beside the timer."""
-_EVENT_US = "__sw_event_us"
-_INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
 PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False),
@@ -134,7 +134,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         buckets = _bucket_count(df, buckets, step_id)
     schema = parse_schema(df, step.output_schema, step_id)
     fields = {f.name: f for f in df.schema.fields}
-    _require_columns(step_id, "key", keys, fields)
+    require_columns(step_id, "key", keys, fields)
     if not keys:
         raise ConfigError(f"step {step_id!r}: key must name at least one column")
     event = isinstance(time, EventTime)
@@ -143,7 +143,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
                           f"column's name, got {time.column!r} (a callable works offline "
                           f"only)")
     if isinstance(time, EventTime):
-        _require_columns(step_id, "EventTime column", [time.column], fields)
+        require_columns(step_id, "EventTime column", [time.column], fields)
         if not isinstance(fields[time.column].dataType, T.TimestampType):
             raise ConfigError(f"step {step_id!r}: EventTime column {time.column!r} must be a "
                               f"timestamp, it is {fields[time.column].dataType.simpleString()}")
@@ -151,10 +151,10 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         raise ConfigError(f"step {step_id!r}: on Spark, order_by must name columns, got "
                           f"{order_by!r} (a callable works offline only)")
     order = list(order_by)
-    _require_columns(step_id, "order_by", order, fields)
+    require_columns(step_id, "order_by", order, fields)
     value_names = [n for n in df.columns if n not in keys]
     if value is not None:
-        _require_columns(step_id, "value", [value], fields)
+        require_columns(step_id, "value", [value], fields)
         value_names = [value]
     if not value_names:
         raise ConfigError(f"step {step_id!r}: no value columns left besides the key {keys}")
@@ -164,16 +164,16 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     two_clocks = bool(step.two_clocks) and df.isStreaming
     driver = Driver(step)
     spark = df.sparkSession
-    null_longs = _nullable_longs(keys, [*value_names, *order], fields)
-    projected = _project(df, keys, value_names, order, fields, time, null_longs, step_id)
-    event_source = {time.column: _EVENT_US} if isinstance(time, EventTime) else {}
+    null_longs = nullable_longs(keys, [*value_names, *order], fields)
+    projected = project_input(df, keys, value_names, order, fields, time, null_longs, step_id)
+    event_source = {time.column: EVENT_US} if isinstance(time, EventTime) else {}
     layout = InputLayout(
         names=tuple(value_names),
         sources=tuple(event_source.get(n, n) for n in value_names),
-        kinds=tuple(_kind(fields[n]) for n in value_names),
+        kinds=tuple(value_kind(fields[n]) for n in value_names),
         scalar=value is not None,
         order_by=tuple(event_source.get(n, n) for n in order),
-        event_column=_EVENT_US if event else None,
+        event_column=EVENT_US if event else None,
         null_longs=tuple(null_longs),
     )
     outputs = OutputBuilder(keys, schema, step_id, metrics=df.isStreaming)
@@ -403,77 +403,3 @@ def _as_function(host: HostFunction, spark: Any) -> Callable[..., Any]:
         out: Iterator[pd.DataFrame] = host(key, frames, state)
         return out
     return ship_function(spark, run_streaming_group)
-
-
-def _project(df: DataFrame, keys: Sequence[str], value_names: Sequence[str],
-             order: Sequence[str], fields: Mapping[str, T.StructField],
-             time: Optional[TimeMode], null_longs: Sequence[str],
-             step_id: str) -> DataFrame:
-    """Key, value and order columns; timestamps as epoch µs, nulls as
-    ``NULL_MICROS`` so the column stays int64 (event column kept as a
-    timestamp for the watermark, plus its µs copy); the ``null_longs``
-    bigint columns with nulls as ``NULL_MICROS`` (``InputLayout``), that
-    value itself refused by name."""
-    wanted: List[str] = list(dict.fromkeys([*keys, *value_names, *order]))
-    event = isinstance(time, EventTime)
-    event_column = cast(EventTime, time).column if event else ""
-    columns = []
-    for name in wanted:
-        column = F.col(f"`{name}`")
-        if name not in keys and isinstance(fields[name].dataType, T.TimestampType) and not (
-                event and name == event_column):
-            column = F.coalesce(F.unix_micros(column), F.lit(NULL_MICROS)).alias(name)
-        if name in null_longs:
-            least = F.lit(NULL_MICROS).cast(T.LongType())
-            refused = F.raise_error(F.lit(
-                f"step {step_id!r}: column {name!r} holds {NULL_MICROS}, the least bigint, "
-                "which sparkwax sends in place of a null in a nullable bigint input column"))
-            column = F.when(column == least, refused).otherwise(
-                F.coalesce(column, least)).cast(T.LongType()).alias(name)
-        columns.append(column)
-    if event:
-        if event_column not in wanted:
-            columns.append(F.col(f"`{event_column}`"))
-        columns.append(F.coalesce(F.unix_micros(F.col(f"`{event_column}`")),
-                                  F.lit(NULL_MICROS)).alias(_EVENT_US))
-    return df.select(*columns)
-
-
-def _nullable_longs(keys: Sequence[str], names: Sequence[str],
-                    fields: Mapping[str, T.StructField]) -> List[str]:
-    """The nullable bigint value and order columns: sent with their nulls as
-    a value (``InputLayout.null_longs``), as pandas would hand them as floats
-    with a null among them (a bigint beyond 2**53 rounded). Narrower integers
-    fit a float."""
-    return [name for name in dict.fromkeys(names) if name not in keys
-            and fields[name].nullable and isinstance(fields[name].dataType, T.LongType)]
-
-
-def _kind(field: T.StructField) -> str:
-    if isinstance(field.dataType, _INTEGERS):
-        return INTEGER
-    if isinstance(field.dataType, T.TimestampType):
-        return TIMESTAMP
-    if _holds_array(field.dataType):
-        return NESTED
-    return OTHER
-
-
-def _holds_array(data_type: T.DataType) -> bool:
-    """Whether ``data_type`` is or holds an array (see ``columns.NESTED``)."""
-    if isinstance(data_type, T.ArrayType):
-        return True
-    if isinstance(data_type, T.StructType):
-        return any(_holds_array(f.dataType) for f in data_type.fields)
-    if isinstance(data_type, T.MapType):
-        return _holds_array(data_type.keyType) or _holds_array(data_type.valueType)
-    return False
-
-
-def _require_columns(step_id: str, role: str, names: Sequence[str],
-                     fields: Mapping[str, T.StructField]) -> None:
-    missing = [n for n in names if n not in fields]
-    if missing:
-        raise ConfigError(f"step {step_id!r}: {role} names missing column(s) {missing}; "
-                          f"the DataFrame has {list(fields)}")
-
