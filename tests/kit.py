@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import strategies as st
 
 import sparkwax as sw
 
@@ -163,6 +164,18 @@ def accumulator_script():
 ACCUMULATOR_INPUT = "key string, ts timestamp, value long"
 ACCUMULATOR_OUTPUT = "kind string, a long, b long"
 ACCUMULATOR_TIME = sw.EventTime("ts", watermark="2 minutes")
+
+
+def recorder_commands():
+    """``reference.TransitionRecorder`` values: an id, and maybe a DISCARD, a
+    timer (minutes from ``at()``, or None to cancel) and what the next
+    ``on_notify``/``on_eof`` return."""
+    return st.fixed_dictionaries(
+        {"id": st.integers(0, 9)},
+        optional={"discard": st.booleans(),
+                  "notify": st.one_of(st.none(), st.integers(-5, 90).map(at)),
+                  "notify_discard": st.booleans(),
+                  "eof_discard": st.booleans()})
 
 
 # --- command line and processes -----------------------------------------------------------

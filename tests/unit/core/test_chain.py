@@ -20,14 +20,10 @@ from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 from sparkwax.testing.reference import Accumulator, Counter, TransitionRecorder
 from sparkwax.testing.strategies import keyed_items, scripts, timestamped_items
 
-from kit import at
+from kit import at, recorder_commands
 
-COMMANDS = st.fixed_dictionaries(
-    {"id": st.integers(0, 9)},
-    optional={"discard": st.booleans(),
-              "notify": st.one_of(st.none(), st.integers(-5, 90).map(at)),
-              "notify_discard": st.booleans(),
-              "eof_discard": st.booleans()})
+RECORDER_COMMANDS = recorder_commands()
+
 TIME = sw.EventTime("ts", watermark="2 minutes")
 
 
@@ -62,7 +58,7 @@ def same_run(chained, alone, stage_id):
 
 
 @settings(max_examples=80, deadline=None)
-@given(script=scripts(items=keyed_items(keys=st.sampled_from(["a", "b", 3]), values=COMMANDS,
+@given(script=scripts(items=keyed_items(keys=st.sampled_from(["a", "b", 3]), values=RECORDER_COMMANDS,
                                         max_size=12)),
        restore=st.sampled_from(["always", "on_crash"]),
        first=st.booleans())
@@ -86,7 +82,7 @@ def test_event_time_timers_of_a_chained_stage(script, restore):
 
 
 @settings(max_examples=50, deadline=None)
-@given(items=keyed_items(keys=st.sampled_from(["a", "b"]), values=COMMANDS, max_size=12))
+@given(items=keyed_items(keys=st.sampled_from(["a", "b"]), values=RECORDER_COMMANDS, max_size=12))
 def test_bounded_input(items):
     chained = run_bounded(sw.chain(recorder(), passing()), items)
     assert chained.by_key == run_bounded(TransitionRecorder, items).by_key

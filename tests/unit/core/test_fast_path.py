@@ -22,7 +22,9 @@ from sparkwax.testing import Batch, Crash, Tick, run
 from sparkwax.testing.reference import Counter, TransitionRecorder
 from sparkwax.testing.strategies import START, keyed_items, scripts
 
-from kit import at, plain_keys
+from kit import at, plain_keys, recorder_commands
+
+RECORDER_COMMANDS = recorder_commands()
 
 _init = Driver.__init__
 
@@ -62,12 +64,6 @@ def both_ways(call):
     return fast, slow
 
 
-COMMANDS = st.fixed_dictionaries(
-    {"id": st.integers(0, 9)},
-    optional={"discard": st.booleans(),
-              "notify": st.one_of(st.none(), st.integers(-5, 90).map(at)),
-              "notify_discard": st.booleans(),
-              "eof_discard": st.booleans()})
 
 
 class Lossy(TransitionRecorder):
@@ -114,7 +110,7 @@ class Wrong(StatefulLogic):
 
 @settings(max_examples=80, deadline=None)
 @given(script=scripts(items=keyed_items(keys=st.sampled_from(["a", "b", 3, ("t", 1)]),
-                                        values=COMMANDS, max_size=12)),
+                                        values=RECORDER_COMMANDS, max_size=12)),
        restore=st.sampled_from(["always", "on_crash"]),
        builder=st.sampled_from([TransitionRecorder, Lossy]),
        options=st.sampled_from([{}, {"ttl": "20 minutes"}, {"max_state_bytes": 400},
