@@ -17,10 +17,11 @@ with the names of both steps and the forms that work.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterable, Iterator, List, Optional
 
 from ...errors import ConfigError
 from ...metrics import INPUT_SUFFIX, PREFIX
+from ..deploy.session_confs import is_connect
 
 # an applyInPandasWithState node of a classic session's logical plan (the same
 # name on 3.5 to 4.3), and the observed metrics sparkwax puts on top of each
@@ -36,16 +37,14 @@ def stateful_operators_in(plan: str) -> List[str]:
     """The applyInPandasWithState operators of a logical plan's text, top
     first: a sparkwax step's id (its observed metrics sit above it), else
     ``OTHER``."""
-    names: List[str] = []
-    above: Optional[str] = None  # the step whose metrics are the latest seen
-    for line in plan.splitlines():
-        metrics = _METRICS.search(line)
-        if metrics is not None and not metrics.group(1).endswith(INPUT_SUFFIX):
-            above = metrics.group(1)
-        elif _APPLY in line:
-            names.append(above or OTHER)
-            above = None
-    return names
+    def marks() -> Iterator[Optional[str]]:
+        for line in plan.splitlines():
+            metrics = _METRICS.search(line)
+            if metrics is not None:
+                yield PREFIX + metrics.group(1)
+            elif _APPLY in line:
+                yield None
+    return _operators(marks())
 
 
 def stateful_operators(df: Any) -> List[str]:
@@ -56,30 +55,38 @@ def stateful_operators(df: Any) -> List[str]:
     supported line; a change there skips the check, and Spark's own error
     stands)."""
     try:
-        plan = getattr(df, "_plan", None)
-        if plan is not None and type(df).__module__.startswith("pyspark.sql.connect"):
-            return _connect_operators(plan)
+        if is_connect(df.sparkSession):
+            return _operators(_connect_marks(df._plan))
         return stateful_operators_in(str(df._jdf.queryExecution().logical().toString()))
     except Exception:  # pragma: no cover (a PySpark that moved the plan's API)
         return []
 
 
-def _connect_operators(plan: Any) -> List[str]:
-    """``stateful_operators`` from a Connect client plan, walked node by node."""
+def _operators(marks: Iterable[Optional[str]]) -> List[str]:
+    """The operators from a plan's marks, top first: an observed metrics
+    name (a sparkwax step's sits above its operator; its input count's
+    below, ignored), or None for an applyInPandasWithState."""
     names: List[str] = []
-    above: Optional[str] = None  # as in stateful_operators_in
+    above: Optional[str] = None  # the step whose metrics are the latest seen
+    for mark in marks:
+        if mark is None:
+            names.append(above or OTHER)
+            above = None
+        elif mark.startswith(PREFIX) and not mark.endswith(INPUT_SUFFIX):
+            above = mark[len(PREFIX):]
+    return names
+
+
+def _connect_marks(plan: Any) -> Iterator[Optional[str]]:
+    """``_operators``' marks of a Connect client plan, walked node by node."""
     for node in _nodes(plan):
         kind = type(node).__name__
         if kind == _CONNECT_METRICS:
             observation = getattr(node, "_observation", None)
-            name = observation if isinstance(observation, str) else \
+            yield observation if isinstance(observation, str) else \
                 str(getattr(observation, "_name", ""))
-            if name.startswith(PREFIX) and not name.endswith(INPUT_SUFFIX):
-                above = name[len(PREFIX):]
         elif kind == _CONNECT_APPLY:
-            names.append(above or OTHER)
-            above = None
-    return names
+            yield None
 
 
 def _nodes(plan: Any) -> Iterator[Any]:
