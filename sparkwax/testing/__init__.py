@@ -11,6 +11,7 @@ a checkpoint ran and compare them with its sink) needs Spark.
 """
 
 from .checkpoint_replay import ReplayResult, replay
+from .flow import run_flow
 from .runner import RunResult, Runner, run, run_bounded
 from .script import Batch, Crash, Eof, Script, ScriptStep, Tick, describe
 
@@ -21,7 +22,7 @@ if _TYPE_CHECKING:  # type checkers see check_logic; at run time __getattr__ loa
 
 __all__ = [  # a sorted list display, so that type checkers read it (test_exports)
     "Batch", "Crash", "Eof", "ReplayResult", "RunResult", "Runner", "Script", "ScriptStep",
-    "Tick", "check_logic", "describe", "replay", "run", "run_bounded",
+    "Tick", "check_logic", "describe", "replay", "run", "run_bounded", "run_flow",
 ]
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Set, 
 
 from ..engine.planning.plan import stateful
 from ..engine.checkpoints.storage import join_path
+from ..engine.planning.following import start_confs
 from ..errors import ConfigError
 from ..logic import Builder
 from ..metrics import StepMetrics, by_batch, steps_in
@@ -55,6 +56,21 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
     The step options go to ``stateful`` (docs/guide.md, "Step options";
     ``batch=True``: a StatefulBatchLogic); ``builder`` may be a
     ``sparkwax.Step`` (then no step options: the Step carries them)."""
+    def plan(stream: Any) -> Any:
+        return stateful(stream, key=key, builder=builder, host=host, buckets=buckets,
+                        **options)
+    return run_plan_on_spark(spark, plan, script, input_schema=input_schema, key=key,
+                             workdir=workdir, uri=uri, trigger=trigger)
+
+
+def run_plan_on_spark(spark: Any, plan: Callable[[Any], Any], script: Sequence[ScriptStep],
+                      *, input_schema: str, key: str = "key", workdir: Optional[str] = None,
+                      uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
+                      metrics_of: Optional[str] = None) -> RunResult:
+    """``run_script_on_spark`` of any ``plan(stream) -> DataFrame`` (several
+    steps, say): the result's outputs are the plan's rows, keyed by the
+    first column; its metrics are step ``metrics_of``'s (None: the only
+    step's)."""
     workdir = workdir or tempfile.mkdtemp(prefix="sparkwax-script-")
     uri = uri or workdir
     source = os.path.join(workdir, "input")
@@ -66,12 +82,13 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
     def start() -> Any:
         stream = spark.readStream.schema(input_schema).option("maxFilesPerTrigger", 1) \
             .json(join_path(uri, "input"))
-        out = stateful(stream, key=key, builder=builder, host=host, buckets=buckets, **options)
+        out = plan(stream)
         writer = out.writeStream.foreachBatch(_appender(sink)) \
             .option("checkpointLocation", checkpoint)
         if trigger:
             writer = writer.trigger(**trigger)
-        return writer.start()
+        with start_confs(out):  # several steps: as sw.start starts them
+            return writer.start()
 
     query = start()
     batches: Dict[int, StepMetrics] = {}
@@ -87,7 +104,7 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
             elif isinstance(step, Crash):
                 with task_errors():  # a sparkwax error from a task as itself
                     query.processAllAvailable()
-                batches.update(by_batch(query.recentProgress))
+                batches.update(by_batch(query.recentProgress, metrics_of))
                 named.update(s for p in query.recentProgress for s in steps_in(p))
                 query.stop()
                 query = start()
@@ -95,7 +112,7 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
                 continue  # Spark runs no-data batches itself; Eof needs finish()
         with task_errors():
             query.processAllAvailable()
-        batches.update(by_batch(query.recentProgress))
+        batches.update(by_batch(query.recentProgress, metrics_of))
         named.update(s for p in query.recentProgress for s in steps_in(p))
     finally:
         query.stop()

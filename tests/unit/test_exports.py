@@ -33,7 +33,7 @@ PUBLIC = {
     ],
     "sparkwax.testing": [
         "Batch", "Crash", "Eof", "ReplayResult", "RunResult", "Runner", "Script", "ScriptStep",
-        "Tick", "check_logic", "describe", "replay", "run", "run_bounded",
+        "Tick", "check_logic", "describe", "replay", "run", "run_bounded", "run_flow",
     ],
 }
 

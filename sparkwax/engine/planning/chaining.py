@@ -22,10 +22,12 @@ from typing import Any, Iterable, Iterator, List, Optional
 from ...errors import ConfigError
 from ...metrics import INPUT_SUFFIX, PREFIX
 from ..deploy.session_confs import is_connect
+from ..spark_version import has_transform_with_state, line, session_version
 
 # an applyInPandasWithState node of a classic session's logical plan (the same
 # name on 3.5 to 4.3), and the observed metrics sparkwax puts on top of each
-_APPLY = "FlatMapGroupsInPandasWithState"
+_APPLY = ("FlatMapGroupsInPandasWithState", "TransformWithStateInPandas",
+          "TransformWithStateInPySpark")  # (the last: its 4.1+ name)
 _METRICS = re.compile(r"CollectMetrics " + re.escape(PREFIX) + r"(.+?), \[")
 OTHER = "an applyInPandasWithState that is not a sparkwax step"
 # the Spark Connect client's plan nodes of the same two
@@ -42,7 +44,7 @@ def stateful_operators_in(plan: str) -> List[str]:
             metrics = _METRICS.search(line)
             if metrics is not None:
                 yield PREFIX + metrics.group(1)
-            elif _APPLY in line:
+            elif any(name in line for name in _APPLY):
                 yield None
     return _operators(marks())
 
@@ -106,25 +108,45 @@ def _nodes(plan: Any) -> Iterator[Any]:
         stack.extend(reversed(children))
 
 
-def refuse_second_step(df: Any, step_id: str) -> None:
-    """A ConfigError when the streaming ``df`` already runs a stateful step
-    (one applyInPandasWithState per query), naming both and the ways out."""
+def after_steps(df: Any, step_id: str, *, two_clocks: bool = False) -> List[str]:
+    """The sparkwax steps the streaming ``df`` already runs, top first, when
+    step ``step_id`` can follow them in the same query (then it is hosted on
+    transformWithStateInPandas, ``hosts.tws``); ``[]`` for a first step. A
+    ConfigError naming both steps and the ways out where it cannot: after an
+    applyInPandasWithState that is not a sparkwax step, on a Spark line
+    without transformWithStateInPandas (3.5), over Spark Connect, or for a
+    step with both timer kinds (its host needs applyInPandasWithState)."""
     if not df.isStreaming:
-        return
+        return []
     earlier = stateful_operators(df)
     if not earlier:
-        return
+        return []
     first = earlier[0]
-    named = f"step {first!r}" if first != OTHER else OTHER
+    if OTHER in earlier:
+        why = (f"its input stream already runs {OTHER}, and Spark runs one "
+               f"applyInPandasWithState per streaming query (it would refuse the query at "
+               f"start: \"Multiple applyInPandasWithStates are not supported\")")
+    elif is_connect(df.sparkSession):
+        why = (f"its input stream already runs stateful step {first!r}; over Spark Connect "
+               f"sparkwax runs one stateful step per streaming query")
+    elif not has_transform_with_state(df.sparkSession):
+        why = (f"its input stream already runs stateful step {first!r}, and on Spark "
+               f"{line(session_version(df.sparkSession))} a streaming query runs one "
+               f"applyInPandasWithState and nothing stateful after it (from Spark 4.0, "
+               f"sparkwax runs the later step on transformWithStateInPandas in the same "
+               f"query)")
+    elif two_clocks:
+        why = (f"its input stream already runs stateful step {first!r}, and a step with both "
+               f"timer kinds (notify_at and processing_notify_at) runs on "
+               f"applyInPandasWithState, of which Spark runs one per streaming query")
+    else:
+        return [name for name in earlier if name != OTHER]
     raise ConfigError(
-        f"step {step_id!r}: its input stream already runs stateful {named}, and Spark runs "
-        f"one applyInPandasWithState per streaming query (it would refuse the query at "
-        f"start: \"Multiple applyInPandasWithStates are not supported\"). To run both: "
+        f"step {step_id!r}: {why}. To run both: "
         f"(1) over the same key, chain them into one step: builder=sw.chain(first, "
-        f"second), the first's emits the second's items; (2) over another key, "
-        f"run two queries: sw.start the first with path= (a table or files), read that "
-        f"with spark.readStream and put step {step_id!r} on it (docs/guide.md, "
-        f"\"Several stateful steps\")")
+        f"second), the first's emits the second's items; (2) run two queries: sw.start the "
+        f"first with path= (a table or files), read that with spark.readStream and put "
+        f"step {step_id!r} on it (docs/guide.md, \"Several stateful steps\")")
 
 
-__all__ = ["OTHER", "refuse_second_step", "stateful_operators", "stateful_operators_in"]
+__all__ = ["OTHER", "after_steps", "stateful_operators", "stateful_operators_in"]

@@ -9,8 +9,8 @@ logic as aware UTC datetimes whatever the session time zone.
 
 from __future__ import annotations
 
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence,
-                    Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple, Union)
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -32,10 +32,11 @@ from ..deploy.session_confs import max_snapshot_bytes, packed_unpacker
 from ..deploy.shipping import ship_function
 from ..hosts import two_clocks as two_clock_hosts
 from .recorded_counts import remember
-from .chaining import refuse_second_step
+from .chaining import after_steps
+from .following import transform_with_state, upstream_descriptions
 from .projection import (EVENT_US, nullable_longs, project_input, require_columns,
                          value_kind)
-from .schemas import STEP_METADATA
+from .schemas import STEP_METADATA, UPSTREAM_METADATA
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -129,7 +130,7 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     keys = [key] if isinstance(key, str) else list(key)
     if host not in HOSTS:
         raise ConfigError(f"step {step_id!r}: host must be one of {HOSTS}, got {host!r}")
-    refuse_second_step(df, step_id)
+    upstream = after_steps(df, step_id)  # (refuses what cannot follow them)
     if host == "packed":
         buckets = _bucket_count(df, buckets, step_id)
     schema = parse_schema(df, step.output_schema, step_id)
@@ -162,6 +163,9 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     if df.isStreaming:
         step = step.knowing_deadlines()  # both timer kinds: another timeout and host
     two_clocks = bool(step.two_clocks) and df.isStreaming
+    if upstream and two_clocks:
+        after_steps(df, step_id, two_clocks=True)  # refused: needs applyInPandasWithState
+    follows = upstream_descriptions(df) if upstream else None
     driver = Driver(step)
     spark = df.sparkSession
     null_longs = nullable_longs(keys, [*value_names, *order], fields)
@@ -206,40 +210,50 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
         function = host_class(driver, layout, outputs, timeout, keys, buckets,
                               max_snapshot_bytes(spark), unpack)
         if unpack is not None:
-            grouped = _prepacked(unblanked, bucket, buckets, time, keys, spark) \
-                .groupBy(BUCKET_COLUMN)
+            rows = _prepacked(unblanked, bucket, buckets, time, keys, spark)
         else:
-            grouped = _input_counted(projected, step_id, timeout, blanked) \
-                .select("*", bucket).groupBy(BUCKET_COLUMN)
-        return _streaming_step(grouped, _as_function(function, spark), out_schema,
-                               PACKED_STATE_SCHEMA, timeout, step_id, _step_description(
+            rows = _input_counted(projected, step_id, timeout, blanked).select("*", bucket)
+        return _streaming_step(rows, [BUCKET_COLUMN], function, spark, out_schema,
+                               PACKED_STATE_SCHEMA,
+                               timeout, step_id, _step_description(
                                    step_id, keys, fields, schema, time, timeout,
-                                   state_layout(step, host, buckets, two_clocks)))
+                                   state_layout(step, host, buckets, two_clocks, follows)),
+                               follows)
     if not df.isStreaming:
         function = host_class(driver, layout, outputs, single)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
                                                             schema=out_schema)
     function = host_class(driver, layout, outputs, timeout, single, max_snapshot_bytes(spark))
-    grouped = _input_counted(projected, step_id, timeout, blanked).groupBy(*grouped_on)
-    return _streaming_step(grouped, _as_function(function, spark), out_schema,
+    rows = _input_counted(projected, step_id, timeout, blanked)
+    return _streaming_step(rows, grouped_on, function, spark, out_schema,
                            TWO_CLOCK_STATE_SCHEMA if two_clocks else STATE_SCHEMA,
                            timeout, step_id, _step_description(
                                step_id, keys, fields, schema, time, timeout,
-                               state_layout(step, host, buckets, two_clocks)))
+                               state_layout(step, host, buckets, two_clocks, follows)), follows)
 
 
-def _streaming_step(grouped: Any, function: Any, out_schema: T.StructType, state_schema: Any,
-                    timeout: str,
-                    step_id: str, description: Dict[str, Any]) -> DataFrame:
-    """``applyInPandasWithState`` of a host (per key or packed): its output
-    carries the metrics column, which ``_observed`` turns into Spark's
-    progress, and the step's description in the metadata of its other
+def _streaming_step(rows: DataFrame, grouped_on: Sequence[Any], function: HostFunction,
+                    spark: Any, out_schema: T.StructType, state_schema: Any, timeout: str,
+                    step_id: str, description: Dict[str, Any],
+                    follows: Optional[List[Dict[str, Any]]]) -> DataFrame:
+    """``rows`` grouped on ``grouped_on`` through
+    ``applyInPandasWithState`` of a host (per key or packed), or for a
+    step that ``follows`` others in the query (their descriptions) its
+    ``transformWithStateInPandas`` (``following``): its output carries the
+    metrics column, which ``_observed`` turns into Spark's progress, and the
+    step's description (and those it follows) in the metadata of its other
     columns (``described``: no plan node of its own)."""
-    with_metrics = T.StructType(described(out_schema, description).fields
+    with_metrics = T.StructType(described(out_schema, description, follows or ()).fields
                                 + [T.StructField(METRICS_COLUMN, metrics_type())])
-    result: DataFrame = grouped.applyInPandasWithState(
-        function, outputStructType=with_metrics, stateStructType=state_schema,
-        outputMode="append", timeoutConf=timeout)
+    result: DataFrame
+    grouped = rows.groupBy(*grouped_on)
+    if follows is None:
+        result = grouped.applyInPandasWithState(
+            _as_function(function, spark), outputStructType=with_metrics,
+            stateStructType=state_schema, outputMode="append", timeoutConf=timeout)
+    else:
+        result = transform_with_state(grouped, rows.columns, function, spark, with_metrics,
+                                      state_schema, timeout)
     return _observed(result, step_id)
 
 
@@ -331,17 +345,21 @@ def step_timeout(step: Step, two_clocks: bool) -> str:
     return step.time.spark_timeout if step.uses_timers() else NO_TIMEOUT
 
 
-def state_layout(step: Step, host: Host, buckets: Optional[int], two_clocks: bool) -> str:
+def state_layout(step: Step, host: Host, buckets: Optional[int], two_clocks: bool,
+                 follows: Optional[Sequence[Any]] = None) -> str:
     """A streaming step's state row as its description records it:
     ``per_key/1`` or ``packed/1 buckets=N``, then `` ttl`` (``ttl=`` wraps
-    every snapshot) and `` two-clock`` (a deadline beside the timer).
+    every snapshot), `` two-clock`` (a deadline beside the timer) and
+    `` tws`` (a step after another, in a transformWithStateInPandas
+    ValueState: ``following``).
 
     >>> from sparkwax.testing.reference import Counter
     >>> state_layout(Step.of(Counter, ttl="1 hour"), "packed", 8, False)
     'packed/1 buckets=8 ttl'
     """
     head = f"packed/1 buckets={buckets}" if host == "packed" else "per_key/1"
-    return head + (" ttl" if step.ttl is not None else "") + (" two-clock" if two_clocks else "")
+    return head + (" ttl" if step.ttl is not None else "") + \
+        (" two-clock" if two_clocks else "") + (" tws" if follows is not None else "")
 
 
 def logic_description(step: Step, host: Host, buckets: Optional[int]) -> Dict[str, Any]:
@@ -374,7 +392,8 @@ def _step_description(step_id: str, keys: Sequence[str], fields: Mapping[str, T.
     }
 
 
-def described(schema: T.StructType, description: Dict[str, Any]) -> T.StructType:
+def described(schema: T.StructType, description: Dict[str, Any],
+              follows: Sequence[Dict[str, Any]] = ()) -> T.StructType:
     """``schema`` with the step's description as every field's metadata
     (``start.step_descriptions`` reads it back): given to
     ``applyInPandasWithState`` as its output type, the step's output
@@ -385,7 +404,9 @@ def described(schema: T.StructType, description: Dict[str, Any]) -> T.StructType
     >>> field.name, field.metadata
     ('n', {'sparkwax.step': {'step_id': 's'}})
     """
-    metadata = {STEP_METADATA: description}
+    metadata: Dict[str, Any] = {STEP_METADATA: description}
+    if follows:
+        metadata[UPSTREAM_METADATA] = list(follows)
     return T.StructType([T.StructField(f.name, f.dataType, f.nullable, metadata)
                          for f in schema.fields])
 

@@ -24,6 +24,7 @@ from ..spark_version import from_ddl
 
 
 STEP_METADATA = "sparkwax.step"  # a step's description, in its output columns' metadata
+UPSTREAM_METADATA = "sparkwax.upstream"  # the descriptions of the steps it follows in a query
 
 
 def ddl(data_type: T.DataType) -> str:

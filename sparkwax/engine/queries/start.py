@@ -26,7 +26,7 @@ from ..checkpoints.step_changes import FROZEN_CONFS, describe_changes, refusal
 from .progress import follow, stop_on_signals
 from .query import Query
 from .start_guard import guard_start
-from ..planning.schemas import STEP_METADATA
+from ..planning.following import start_confs, upstream_descriptions
 from ..checkpoints.batch_history import keep_batch_plan, log_files
 from ..checkpoints.format.metadata_logs import parse_offsets
 from ..checkpoints.state.rescale import finish_interrupted
@@ -44,12 +44,7 @@ _LOG = logging.getLogger("sparkwax")
 
 def step_descriptions(frame: DataFrame) -> List[Dict[str, Any]]:
     """The sparkwax step descriptions carried by ``frame``'s columns."""
-    found: Dict[str, Dict[str, Any]] = {}
-    for field in frame.schema.fields:
-        step = (field.metadata or {}).get(STEP_METADATA)
-        if step:
-            found[step["step_id"]] = step
-    return [found[name] for name in sorted(found)]
+    return upstream_descriptions(frame)  # (those a step follows in the query too)
 
 
 def check_checkpoint(store: Any, checkpoint: str, steps: List[Dict[str, Any]],
@@ -165,11 +160,12 @@ def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: O
         trigger = {"processingTime": "1 second"}
     if trigger:
         writer = writer.trigger(**trigger)
-    if foreach_batch is not None:
-        query = writer.foreachBatch(foreach_batch).start()
-    else:
-        writer = writer.format(format)
-        query = writer.start(path) if path is not None else writer.start()
+    with start_confs(frame):  # a query of several steps: RocksDB state (planning.following)
+        if foreach_batch is not None:
+            query = writer.foreachBatch(foreach_batch).start()
+        else:
+            writer = writer.format(format)
+            query = writer.start(path) if path is not None else writer.start()
     started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
     started.woken = woken  # reads nothing, found nothing (its offsets were logged): not
     #                        a sign of being caught up

@@ -50,6 +50,11 @@ BENIGN = {  # logger (its name and below) -> messages that say nothing is wrong
         "doesn't exist in loadedMaps",  # a version loaded from its files: "normal", Spark says
         "StateStoreCoordinator endpoint not available",  # a store opened outside a query
     ),  # on the package: the provider's own logger names carry the store id
+    "org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker": (
+        # with the plan, at the start of a query of several sparkwax steps, which turn
+        # off the check it names (sparkwax.engine.planning.following)
+        "Detected pattern of possible 'correctness' issue",
+    ),
     "org.apache.spark.scheduler.DAGScheduler": (  # twice at every stop of an idle query
         "Cannot find active jobs for it",  # "Failed to cancel job group ...": nothing to cancel
     ),

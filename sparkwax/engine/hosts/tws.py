@@ -1,0 +1,208 @@
+"""A step after another in one streaming query: the same host inside
+``transformWithStateInPandas`` (Spark 4.0+).
+
+Spark runs one ``applyInPandasWithState`` per query, but stateful operators
+may follow it; ``transformWithStateInPandas`` is one (see
+docs/semantics.md, "Re-keyed steps in one query"). The step keeps its host
+(``StreamingHost`` or ``PackedHost``) and so its driver: ``TwsGroupState``
+gives the host the ``GroupState`` it reads and writes, kept in one
+``ValueState`` row (the host's state row and the timer registered for it),
+and ``TwsProcessor`` calls the host for a key's rows
+(``handleInputRows``) and for its fired timer (``handleExpiredTimer``),
+as ``applyInPandasWithState`` would with ``hasTimedOut``.
+
+Spark's timeouts and these timers fire alike: a ``GroupState`` timeout at
+``t`` when the batch's watermark (event time) or processing time passes
+``t``; Spark registers a timer at ``t`` to fire then too. A group with rows
+and a due timer gets its rows' call only (the host fires the timer in it,
+then re-arms, which deletes the timer before Spark looks for fired ones).
+
+>>> state = TwsGroupState(_Value(), _Timers(), _Clock(), timed_out=False)
+>>> state.exists, state.hasTimedOut
+(False, False)
+>>> state.update((b"s", 5)); state.setTimeoutTimestamp(60_000); state.finish()
+>>> state.timers.registered, state.value.row
+([60000], (b's', 5, 60000))
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, List, Optional, Tuple
+
+import pandas as pd
+
+_KEEP, _REMOVE, _UPDATE = "keep", "remove", "update"
+
+
+class TwsGroupState:
+    """The ``GroupState`` a host uses, over a TWS ``ValueState`` whose row is
+    the host's state row plus the registered timer (ms, or None)."""
+
+    def __init__(self, value: Any, timers: Any, clock: Any, *, timed_out: bool):
+        self.value = value        # the ValueState
+        self.timers = timers      # the StatefulProcessorHandle (registerTimer, deleteTimer)
+        self.clock = clock        # the call's TimerValues
+        self.hasTimedOut = timed_out
+        stored = value.get() if value.exists() else None
+        self._row: Optional[Tuple[Any, ...]] = None if stored is None else tuple(stored)[:-1]
+        # a fired timer is gone from Spark's store: nothing to delete then
+        self._registered = None if stored is None or timed_out else _ms(tuple(stored)[-1])
+        self._action = _KEEP
+        self._timeout: Optional[int] = None
+
+    @property
+    def exists(self) -> bool:
+        return self._row is not None
+
+    @property
+    def get(self) -> Tuple[Any, ...]:
+        assert self._row is not None
+        return self._row
+
+    def update(self, row: Tuple[Any, ...]) -> None:
+        self._row, self._action, self._timeout = tuple(row), _UPDATE, None
+
+    def remove(self) -> None:
+        self._row, self._action, self._timeout = None, _REMOVE, None
+
+    def setTimeoutTimestamp(self, timestamp_ms: int) -> None:  # noqa: N802 (GroupState's name)
+        self._timeout = int(timestamp_ms)
+
+    def setTimeoutDuration(self, duration_ms: int) -> None:  # noqa: N802
+        self._timeout = int(self.clock.getCurrentProcessingTimeInMs()) + int(duration_ms)
+
+    def getCurrentWatermarkMs(self) -> int:  # noqa: N802
+        return int(self.clock.getCurrentWatermarkInMs())
+
+    def getCurrentProcessingTimeMs(self) -> int:  # noqa: N802
+        return int(self.clock.getCurrentProcessingTimeInMs())
+
+    def finish(self) -> None:
+        """Write what the host did: the row (or its removal) and the timer,
+        deleting the one registered before if it changed."""
+        if self._action == _KEEP:
+            if self._row is not None and self.hasTimedOut:  # the fired timer is gone
+                self.value.update((*self._row, None))
+            return
+        wanted = self._timeout if self._action == _UPDATE else None
+        if self._registered is not None and self._registered != wanted:
+            self.timers.deleteTimer(self._registered)
+        if wanted is not None and wanted != self._registered:
+            self.timers.registerTimer(wanted)
+        if self._row is None:
+            self.value.clear()
+        else:
+            self.value.update((*self._row, wanted))
+
+
+def _ms(value: Any) -> Optional[int]:
+    return None if value is None or value != value else int(value)  # NaN: a null long
+
+
+class TwsProcessor:
+    """The ``StatefulProcessor`` of a step hosted on transformWithStateInPandas:
+    its methods call ``host`` (a ``StreamingHost`` or ``PackedHost``) as
+    ``applyInPandasWithState`` would. ``state_schema``: the ValueState's
+    schema (the host's state row, then ``registered long``); ``columns``:
+    the input's column names (PySpark names a group's columns ``_0``,
+    ``_1``... when its input was built by ``mapInArrow``, as the packed
+    host's packed rows are)."""
+
+    def __init__(self, host: Any, state_schema: Any, columns: Tuple[str, ...]):
+        self.host = host
+        self.state_schema = state_schema
+        self.columns = columns
+        self.handle: Any = None
+        self.value: Any = None
+
+    def init(self, handle: Any) -> None:
+        self.handle = handle
+        self.value = handle.getValueState("sparkwax", self.state_schema)
+
+    def handleInputRows(self, key: Tuple[Any, ...], rows: Iterator[pd.DataFrame],  # noqa: N802
+                        timerValues: Any) -> Iterator[pd.DataFrame]:  # noqa: N803
+        return self._call(key, rows, timerValues, timed_out=False)
+
+    def handleExpiredTimer(self, key: Tuple[Any, ...], timerValues: Any,  # noqa: N802,N803
+                           expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:  # noqa: N803
+        return self._call(key, iter(()), timerValues, timed_out=True)
+
+    def _call(self, key: Tuple[Any, ...], rows: Iterator[pd.DataFrame], clock: Any, *,
+              timed_out: bool) -> Iterator[pd.DataFrame]:
+        state = TwsGroupState(self.value, self.handle, clock, timed_out=timed_out)
+        frames: List[pd.DataFrame] = list(self.host(tuple(key), self._named(rows), state))
+        state.finish()
+        return iter(frames)
+
+    def _named(self, rows: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for frame in rows:
+            if len(frame.columns) == len(self.columns) and \
+                    tuple(frame.columns) != self.columns:
+                frame.columns = list(self.columns)
+            yield frame
+
+    def close(self) -> None:
+        pass
+
+
+def as_stateful_processor(processor: TwsProcessor) -> Any:
+    """``processor`` as an instance of PySpark's ``StatefulProcessor`` (which
+    ``transformWithStateInPandas`` requires; PySpark 4.0+)."""
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class SparkwaxProcessor(StatefulProcessor):
+        def __init__(self, inner: TwsProcessor):
+            self.inner = inner
+
+        def init(self, handle: Any) -> None:
+            self.inner.init(handle)
+
+        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:  # noqa
+            return self.inner.handleInputRows(key, rows, timerValues)
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any,  # noqa
+                               expiredTimerInfo: Any) -> Any:  # noqa
+            return self.inner.handleExpiredTimer(key, timerValues, expiredTimerInfo)
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return SparkwaxProcessor(processor)
+
+
+class _Value:
+    """A ValueState in memory (the doctest's)."""
+
+    def __init__(self) -> None:
+        self.row: Optional[Tuple[Any, ...]] = None
+
+    def exists(self) -> bool:
+        return self.row is not None
+
+    def get(self) -> Optional[Tuple[Any, ...]]:
+        return self.row
+
+    def update(self, row: Tuple[Any, ...]) -> None:
+        self.row = row
+
+    def clear(self) -> None:
+        self.row = None
+
+
+class _Timers:
+    def __init__(self) -> None:
+        self.registered: List[int] = []
+
+    def registerTimer(self, ms: int) -> None:  # noqa: N802
+        self.registered.append(ms)
+
+    def deleteTimer(self, ms: int) -> None:  # noqa: N802
+        self.registered.remove(ms)
+
+
+class _Clock:
+    def getCurrentProcessingTimeInMs(self) -> int:  # noqa: N802
+        return 1_000
+
+    def getCurrentWatermarkInMs(self) -> int:  # noqa: N802
+        return 0
