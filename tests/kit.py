@@ -13,12 +13,16 @@ module to Python workers by value (workers cannot import tests/).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import signal
 import socket
 import subprocess
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Callable, Sequence
 
 import pytest
 from hypothesis import strategies as st
@@ -208,3 +212,74 @@ def commits(checkpoint: Path) -> int:
     """How many micro-batches a checkpoint folder's commit log holds."""
     folder = checkpoint / "commits"
     return len([n for n in os.listdir(folder) if n.isdigit()]) if folder.is_dir() else 0
+
+
+# --- kill -9 -------------------------------------------------------------------------------
+
+
+def batches_spark_ran(checkpoint: Path, files: list) -> list:
+    """The micro-batches as Spark cut them, from its offset and file-source
+    logs, as script steps: ``files[n]`` are the items of input file
+    ``part-{n:03d}.json``.
+
+    After a crash between the file source writing its own log and the offset
+    log, Spark's file source hands the interrupted batch's file *and* the next
+    one to one micro-batch (maxFilesPerTrigger does not hold across that
+    restart), so with event time the cuts, and hence lateness and timers, can
+    differ from an uninterrupted run; sw.start, which the app uses, now writes
+    the planned batch's offsets first (tests/spark/checkpoints/test_replay.py). Exactly-once
+    is relative to these cuts. (sparkwax.testing.replay does the same with
+    Spark's reader.)"""
+    from sparkwax.testing import Batch, Tick
+
+    log_files = {}
+    for path in (checkpoint / "sources" / "0").iterdir():
+        if path.name.startswith("."):
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            log_files.setdefault(entry["batchId"], set()).add(Path(entry["path"]).name)
+    numbers = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    by_name = {f"part-{n:03d}.json": items for n, items in enumerate(files)}
+    script, previous = [], -1
+    for number in numbers:
+        offset = json.loads((checkpoint / "offsets" / str(number)).read_text().splitlines()[-1])
+        current = offset["logOffset"]
+        names = [name for index in range(previous + 1, current + 1)
+                 for name in sorted(log_files.get(index, []))]
+        script.append(Batch([item for name in names for item in by_name[name]]) if names
+                      else Tick())
+        previous = current
+    return script
+
+
+def run_to_end(start: Callable[[], subprocess.Popen]) -> None:
+    """Run a job (``start()``: its process, in its own group) until it prints
+    ``done``."""
+    process = start()
+    try:
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0 and "done" in output, output[-3000:]
+    finally:
+        stop_group(process)
+
+
+def run_with_kills(start: Callable[[], subprocess.Popen], checkpoint: Path,
+                   points: Sequence[int], rng: random.Random) -> list:
+    """Start the job, SIGKILL it inside the micro-batch after the
+    checkpoint's ``points``-th commit, restart, ...; then run it to its end.
+    The commit counts at each kill."""
+    done_at = []
+    for point in points:
+        process = start()
+        try:
+            deadline = time.monotonic() + 300
+            while commits(checkpoint) < point and process.poll() is None:
+                assert time.monotonic() < deadline, "the job made no progress"
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, 0.4))  # land somewhere inside the next micro-batch
+        finally:
+            stop_group(process)
+        done_at.append(commits(checkpoint))
+    run_to_end(start)
+    return done_at

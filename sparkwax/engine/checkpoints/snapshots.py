@@ -22,6 +22,8 @@ from ...timers import from_epoch_ms
 from ..hosts.bucket import Bucket
 from ..hosts.columns import plain_key
 from .diagnose import check_logs, explained, read_steps
+from .format.files import FOLLOWING_STATE
+from .state.asked import is_following_step
 from ..deploy.session_confs import max_snapshot_bytes
 from .liveness import refuse_if_live
 from .storage import filesystem_error, join_path, storage_for
@@ -53,6 +55,9 @@ def state_frame(spark: Any, checkpoint: str, *, operator_id: int = 0,
     reader = statestore_reader(spark, "reading a checkpoint's state (sparkwax state show/check, "
                                "sw.read_state, sw.finish)", changes=changes is not None)
     reader = reader.option("operatorId", operator_id)
+    following = is_following_step(store, checkpoint, operator_id)
+    if following:  # a step after another: its ValueState holds the same row
+        reader = reader.option("stateVarName", FOLLOWING_STATE)
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
     if changes is not None:
@@ -66,6 +71,11 @@ def state_frame(spark: Any, checkpoint: str, *, operator_id: int = 0,
         raise
     except Exception as error:
         raise filesystem_error(checkpoint, error) or error
+    if following:  # as applyInPandasWithState's rows: value.groupState.snapshot...
+        from pyspark.sql import functions as F
+
+        frame = frame.select(*[F.struct(F.col("value").alias("groupState")).alias("value")
+                               if name == "value" else F.col(name) for name in frame.columns])
     value_fields = frame.schema["value"].dataType.fieldNames()
     if "groupState" not in value_fields:
         raise ConfigError(f"operator {operator_id} of {checkpoint} is not an "

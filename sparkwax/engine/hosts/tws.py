@@ -31,6 +31,8 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import pandas as pd
 
+from ..checkpoints.format.files import FOLLOWING_STATE
+
 _KEEP, _REMOVE, _UPDATE = "keep", "remove", "update"
 
 
@@ -117,7 +119,7 @@ class TwsProcessor:
 
     def init(self, handle: Any) -> None:
         self.handle = handle
-        self.value = handle.getValueState("sparkwax", self.state_schema)
+        self.value = handle.getValueState(FOLLOWING_STATE, self.state_schema)
 
     def handleInputRows(self, key: Tuple[Any, ...], rows: Iterator[pd.DataFrame],  # noqa: N802
                         timerValues: Any) -> Iterator[pd.DataFrame]:  # noqa: N803

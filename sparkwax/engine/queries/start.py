@@ -117,10 +117,11 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
     lease = None if is_connect(spark) else \
         Lease(spark, checkpoint, "query").acquire().keep_while(lambda: True)  # beats from now
     try:
-        started = _start(frame, spark, store, checkpoint, path=path, format=format,
-                         trigger=trigger, output_mode=output_mode, foreach_batch=foreach_batch,
-                         query_name=query_name, options=options, progress=progress,
-                         stop_on_signal=stop_on_signal)
+        with start_confs(frame):  # a query of several steps: RocksDB state (planning.following)
+            started = _start(frame, spark, store, checkpoint, path=path, format=format,
+                             trigger=trigger, output_mode=output_mode,
+                             foreach_batch=foreach_batch, query_name=query_name,
+                             options=options, progress=progress, stop_on_signal=stop_on_signal)
     except BaseException:
         if lease is not None:
             lease.release()
@@ -160,12 +161,11 @@ def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: O
         trigger = {"processingTime": "1 second"}
     if trigger:
         writer = writer.trigger(**trigger)
-    with start_confs(frame):  # a query of several steps: RocksDB state (planning.following)
-        if foreach_batch is not None:
-            query = writer.foreachBatch(foreach_batch).start()
-        else:
-            writer = writer.format(format)
-            query = writer.start(path) if path is not None else writer.start()
+    if foreach_batch is not None:
+        query = writer.foreachBatch(foreach_batch).start()
+    else:
+        writer = writer.format(format)
+        query = writer.start(path) if path is not None else writer.start()
     started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
     started.woken = woken  # reads nothing, found nothing (its offsets were logged): not
     #                        a sign of being caught up

@@ -9,13 +9,21 @@ from dataclasses import replace
 import pytest
 
 import sparkwax as sw
+from sparkwax.engine.spark_version import has_transform_with_state
 from sparkwax.testing import Batch, Crash, run_flow
 from sparkwax.testing.reference import Accumulator
+from sparkwax.engine.checkpoints.snapshots import read_entries
 from sparkwax.testing.spark import run_plan_on_spark
 
 from kit import at, each_spark_host_with_buckets, per_key
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.lines]
+
+
+@pytest.fixture(autouse=True)
+def _a_line_that_chains(spark):
+    if not has_transform_with_state(spark):  # 3.5: the refusal (test_chaining_spark.py)
+        pytest.skip("Spark 3.5 runs nothing stateful after an applyInPandasWithState")
 
 INPUT = "key string, region string, ts timestamp, value long"
 TIME = sw.EventTime("ts", watermark="2 minutes")
@@ -100,3 +108,24 @@ def test_two_steps_over_two_keys_stream_as_offline(spark, tmp_path, host, bucket
     assert offline[0].metrics.timers_fired > 0  # users were forgotten
     assert per_key(online) == per_key(offline[1])
     assert replace(online.metrics, callback_us=0) == replace(offline[1].metrics, callback_us=0)
+    # each step's state, read back by the state tools: Spark numbers the last step 0
+    checkpoint = str(tmp_path / "checkpoint")
+    for operator, steps in ((0, offline[1]), (1, offline[0])):
+        state = {e.key: e.snapshot for e in read_entries(spark, checkpoint, operator_id=operator)}
+        assert state == {key: _as_stored(value) for key, value in steps.snapshots.items()}
+
+
+def _as_stored(snapshot):
+    return tuple(snapshot) if isinstance(snapshot, list) else snapshot
+
+
+def test_rescale_refuses_a_query_of_two_steps(spark, tmp_path):
+    def plan(stream):
+        visits = sw.stateful(stream, key="key", step=FIRST)
+        return sw.stateful(visits.select("region", "ts", "value"), key="region",
+                           step=sw.Step.of(Tally, step_id="tally", output_schema="n long"))
+
+    run_plan_on_spark(spark, plan, SCRIPT[:1], input_schema=INPUT, workdir=str(tmp_path),
+                      metrics_of="tally")
+    with pytest.raises(sw.RescaleError, match="its query runs 2 stateful steps"):
+        sw.rescale(str(tmp_path / "checkpoint"), partitions=3)

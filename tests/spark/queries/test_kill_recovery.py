@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -25,10 +24,10 @@ import pytest
 
 from sparkwax.engine.checkpoints.snapshots import read_entries
 from sparkwax.engine.spark_version import has_statestore_reader
-from sparkwax.testing import Batch, Tick, run
+from sparkwax.testing import Batch, run
 from sparkwax.testing.reference import Accumulator
 
-from kit import REPO, T0 as BASE, commits, stop_group
+from kit import REPO, T0 as BASE, batches_spark_ran, run_to_end, run_with_kills
 
 pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
 
@@ -59,38 +58,6 @@ def _make_input(folder: Path, rng: random.Random):
     return batches
 
 
-def _batches_spark_ran(checkpoint: Path, files: list) -> list:
-    """The micro-batches as Spark cut them, from its offset and file-source logs.
-
-    After a crash between the file source writing its own log and the offset
-    log, Spark's file source hands the interrupted batch's file *and* the next
-    one to one micro-batch (maxFilesPerTrigger does not hold across that
-    restart), so with event time the cuts, and hence lateness and timers, can
-    differ from an uninterrupted run; sw.start, which the app uses, now writes
-    the planned batch's offsets first (tests/spark/checkpoints/test_replay.py). Exactly-once
-    is relative to these cuts. (sparkwax.testing.replay does the same with
-    Spark's reader.)"""
-    log_files = {}
-    for path in (checkpoint / "sources" / "0").iterdir():
-        if path.name.startswith("."):
-            continue
-        for line in path.read_text().splitlines()[1:]:
-            entry = json.loads(line)
-            log_files.setdefault(entry["batchId"], set()).add(Path(entry["path"]).name)
-    numbers = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
-    by_name = {f"part-{n:03d}.json": items for n, items in enumerate(files)}
-    script, previous = [], -1
-    for number in numbers:
-        offset = json.loads((checkpoint / "offsets" / str(number)).read_text().splitlines()[-1])
-        current = offset["logOffset"]
-        names = [name for index in range(previous + 1, current + 1)
-                 for name in sorted(log_files.get(index, []))]
-        script.append(Batch([item for name in names for item in by_name[name]]) if names
-                      else Tick())
-        previous = current
-    return script
-
-
 def _table(tmp: Path) -> str:
     return "kill" + hashlib.sha1(str(tmp).encode()).hexdigest()[:8]  # a host name: no "_"
 
@@ -117,30 +84,12 @@ def _start(tmp: Path, name: str, store: str) -> subprocess.Popen:
 
 
 def _run_to_end(tmp: Path, name: str, store: str) -> None:
-    process = _start(tmp, name, store)
-    try:
-        output, _ = process.communicate(timeout=600)
-        assert process.returncode == 0 and "done" in output, output[-3000:]
-    finally:
-        stop_group(process)
+    run_to_end(lambda: _start(tmp, name, store))
 
 
 def _run_with_kills(tmp: Path, name: str, store: str, rng: random.Random) -> list:
-    kill_points = sorted(rng.sample(range(1, FILES - 1), KILLS))
-    done_at = []
-    for point in kill_points:
-        process = _start(tmp, name, store)
-        try:
-            deadline = time.monotonic() + 300
-            while commits(tmp / name / "ck") < point and process.poll() is None:
-                assert time.monotonic() < deadline, "the job made no progress"
-                time.sleep(0.05)
-            time.sleep(rng.uniform(0, 0.4))  # land somewhere inside the next micro-batch
-        finally:
-            stop_group(process)
-        done_at.append(commits(tmp / name / "ck"))
-    _run_to_end(tmp, name, store)
-    return done_at
+    return run_with_kills(lambda: _start(tmp, name, store), tmp / name / "ck",
+                          sorted(rng.sample(range(1, FILES - 1), KILLS)), rng)
 
 
 def _outputs(spark, folder: str) -> Counter:
@@ -165,7 +114,7 @@ def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, st
     try:
         results = {}
         for name in RUNS:
-            ran = _batches_spark_ran(tmp_path / name / "ck", files)
+            ran = batches_spark_ran(tmp_path / name / "ck", files)
             assert sum(len(step.items) for step in ran if isinstance(step, Batch)) == \
                 sum(len(items) for items in files), f"{name}: every input row in one batch"
             offline = run(Accumulator, ran, time=TIME)

@@ -27,6 +27,7 @@ import zipfile
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 STEPS_FILE = "sparkwax-steps.json"
+FOLLOWING_STATE = "sparkwax"  # the ValueState of a step after another (transformWithState)
 LOGS = ("offsets", "commits")
 SNAPSHOT_KINDS = ("snapshot", "zip")   # a whole version (HDFS-backed, RocksDB)
 CHANGE_KINDS = ("delta", "changelog")  # the changes of one version
@@ -365,7 +366,7 @@ def _state_key_of(desc: Dict[str, Any]) -> List[str]:
     return [name for name in names if name]
 
 
-__all__ = ["CHANGE_KINDS", "LOGS", "SNAPSHOT_KINDS", "STEPS_FILE", "key_fields_of_schema_file",
+__all__ = ["CHANGE_KINDS", "FOLLOWING_STATE", "LOGS", "SNAPSHOT_KINDS", "STEPS_FILE", "key_fields_of_schema_file",
            "load_chains", "log_message", "log_problem", "lz4_framing_problem",
            "metadata_problem", "records_problem", "recorded_buckets", "short_path",
            "state_file_name", "state_message", "step_of_operator", "steps_file_message",

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import operator as operators_module
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ....errors import ConfigError
+from ..format.files import FOLLOWING_STATE
 from ..storage import join_path
 
 # Spark's operator names (``state/<id>/_metadata/metadata``) in the API that makes them
@@ -32,7 +33,10 @@ SPARK_OPERATORS = {
     "transformWithStateInPandasExec": "transformWithStateInPandas",
     "transformWithStateInPySparkExec": "transformWithStateInPandas",
 }
-STEP_OPERATOR = "applyInPandasWithState"  # what every sparkwax step runs as
+STEP_OPERATOR = "applyInPandasWithState"  # what a sparkwax step runs as
+# ... and a step after another in one query (planning.following), by its
+# names on 4.0 and on 4.1+, its one ValueState named FOLLOWING_STATE
+FOLLOWING_OPERATORS = ("transformWithStateInPandasExec", "transformWithStateInPySparkExec")
 
 
 def require_step_state(store: Any, checkpoint: str, operator_id: Any) -> int:
@@ -53,7 +57,8 @@ def require_step_state(store: Any, checkpoint: str, operator_id: Any) -> int:
         raise ConfigError(f"{checkpoint} has no state for operator {number}: {has} (give "
                           f"--operator / operator_id= one of them)")
     name = operator_name(store, checkpoint, number)
-    if name is not None and name != STEP_OPERATOR:
+    if name is not None and name != STEP_OPERATOR and \
+            not is_following_step(store, checkpoint, number):
         raise ConfigError(not_a_step_message(checkpoint, number, name))
     return number
 
@@ -127,12 +132,39 @@ def operator_name(store: Any, checkpoint: str, number: int) -> Optional[str]:
     """Spark's name of the operator (``applyInPandasWithState``,
     ``stateStoreSave``...), from its metadata file; None when unknown."""
     try:
-        text = store.read_text(join_path(checkpoint, f"state/{number}/_metadata/metadata"))
-        lines = (text or "").splitlines()
-        name = json.loads(lines[1])["operatorInfo"]["operatorName"] if len(lines) > 1 else None
+        name = (operator_metadata(store, checkpoint, number) or {})["operatorInfo"][
+            "operatorName"]
     except Exception:  # unreadable or another layout: Spark's reader says what is wrong
         return None
     return name if isinstance(name, str) else None
+
+
+def operator_metadata(store: Any, checkpoint: str, number: int) -> Optional[Dict[str, Any]]:
+    """The operator's metadata record: ``_metadata/metadata`` (version 1),
+    else the newest ``_metadata/v2/<batch>`` (transformWithState's)."""
+    folder = join_path(checkpoint, f"state/{number}/_metadata")
+    text = store.read_text(join_path(folder, "metadata"))
+    if text is None:
+        batches = [int(e.name) for e in store.list(join_path(folder, "v2")) if e.name.isdigit()]
+        text = store.read_text(join_path(folder, f"v2/{max(batches)}")) if batches else None
+    lines = (text or "").splitlines()
+    record = json.loads(lines[1]) if len(lines) > 1 else None
+    return record if isinstance(record, dict) else None
+
+
+def is_following_step(store: Any, checkpoint: str, number: int) -> bool:
+    """Whether operator ``number`` is a sparkwax step that followed another
+    in its query (transformWithStateInPandas holding one ValueState,
+    ``FOLLOWING_STATE``, and the timers Spark keeps beside it)."""
+    try:
+        record = operator_metadata(store, checkpoint, number) or {}
+        name = record["operatorInfo"]["operatorName"]
+        variables = json.loads(record.get("operatorPropertiesJson") or "{}").get(
+            "stateVariables", [])
+    except Exception:  # unreadable: not known to be one
+        return False
+    values = [v.get("stateName") for v in variables if v.get("stateVariableType") != "TimerState"]
+    return name in FOLLOWING_OPERATORS and values == [FOLLOWING_STATE]
 
 
 def committed_batches(store: Any, checkpoint: str) -> List[int]:
@@ -145,6 +177,7 @@ def _listed(numbers: List[int]) -> str:
     return ", ".join(str(n) for n in numbers)
 
 
-__all__ = ["SPARK_OPERATORS", "STEP_OPERATOR", "committed_batches", "not_a_step_message",
-           "operator_ids", "operator_name", "require_committed_batch", "require_step_state",
+__all__ = ["FOLLOWING_OPERATORS", "SPARK_OPERATORS", "STEP_OPERATOR", "committed_batches",
+           "is_following_step", "not_a_step_message", "operator_ids", "operator_metadata",
+           "operator_name", "require_committed_batch", "require_step_state",
            "whole_number"]

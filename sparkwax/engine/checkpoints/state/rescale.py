@@ -50,7 +50,7 @@ from ..liveness import Lease, refuse_if_live
 from ...deploy.session_confs import is_connect
 from ..storage import storage_for
 from . import batch_logs
-from .asked import require_step_state
+from .asked import operator_ids, require_step_state
 from .derive import state_rows_of, stored_bucket_count, stored_key_ddl
 from .reshard import StateLayout, state_rows, write_state
 
@@ -118,6 +118,13 @@ def _rescale(spark: Any, store: Any, checkpoint: str, partitions: int, buckets: 
     """``rescale``'s work, under its lease."""
     if store.exists(join_path(checkpoint, "state")):  # not a plain Spark operator's state
         require_step_state(store, checkpoint, 0)
+        several = operator_ids(store, checkpoint)
+        if len(several) > 1:
+            raise RescaleError(
+                f"{checkpoint}: its query runs {len(several)} stateful steps (operators "
+                f"{', '.join(map(str, several))}); rescale moves the state of a one-step query "
+                f"only. This checkpoint keeps its state partitions, and runs on a cluster "
+                f"of any size with them")
     plan = _plan(spark, store, checkpoint, partitions, buckets, sink)
     layout = StateLayout.parse(store.read_bytes(_schema_file(checkpoint)) or b"")
     if layout.packed and (plan["buckets"][1] is None or not plan["key_ddl"]):
