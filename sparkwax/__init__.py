@@ -6,7 +6,7 @@
 
 The Spark entry points (``stateful``, ``stateful_batch``, ``connect``, ``join``,
 ``split_late``, ``value_fields``, ``value_struct``, ``local_session``, ``start``,
-``finish``, ``follow``, ``read_state``) import pyspark on first use, so ``import sparkwax`` works
+``finish``, ``follow``, ``read_state``, ``rescale``, ``seed_frame``) import pyspark on first use, so ``import sparkwax`` works
 without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 """
 
@@ -19,6 +19,7 @@ from ._ops.rebuild import task_errors
 from .step import Step, StepOptions
 from ._driver.chain import chain
 from .timers import EventTime, ProcessingTime
+from .recovery import encode_snapshot
 
 __version__ = "0.1.0"
 
@@ -29,8 +30,8 @@ if _os.environ.get("SPARKWAX_FAILURE_FILE"):  # under `sparkwax submit`: its sho
     _install_hook()
 
 _ENGINE_NAMES = ("connect", "finish", "follow", "local_session", "read_state", "rescale",
-                 "split_late", "start", "stateful", "stateful_batch", "value_fields",
-                 "value_struct")
+                 "seed_frame", "split_late", "start", "stateful", "stateful_batch",
+                 "value_fields", "value_struct")
 _FRAME_NAMES = ("join",)
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any, Callable as _Callable
@@ -40,7 +41,8 @@ if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time
     # __getattr__ below imports them (and pyspark) on first use.
     from .engine import (connect as connect, finish as finish, follow as follow,
                          local_session as local_session, read_state as read_state,
-                         rescale as rescale, split_late as split_late, start as start,
+                         rescale as rescale, seed_frame as seed_frame,
+                         split_late as split_late, start as start,
                          stateful as stateful, stateful_batch as stateful_batch,
                          value_fields as value_fields, value_struct as value_struct)
     from .frames import join as join
@@ -50,8 +52,9 @@ __all__ = [  # a literal list (sorted), so that type checkers read it (test_expo
     "DISCARD", "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
     "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError",
     "SnapshotError", "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step",
-    "StepOptions", "chain", "connect", "current_clock", "finish", "follow", "join",
-    "local_session", "now", "processing_now", "read_state", "rescale", "split_late", "start",
+    "StepOptions", "chain", "connect", "current_clock", "encode_snapshot", "finish", "follow",
+    "join", "local_session", "now", "processing_now", "read_state", "rescale", "seed_frame",
+    "split_late", "start",
     "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
 ]
 

@@ -94,6 +94,16 @@ def blob_info(blob: bytes, *, step_id: str = "?", key: object = None) -> BlobInf
     return BlobInfo(version, name, len(blob))
 
 
+def encode_snapshot(snapshot: object) -> bytes:
+    """``snapshot`` encoded as a step stores it (and as a seed's
+    ``snapshot`` column holds it: ``sw.stateful(..., seed=)``).
+
+    >>> decode(encode_snapshot((3, "open")), step_id="s", key="k")
+    (3, 'open')
+    """
+    return encode(snapshot, step_id="seed", key=None)
+
+
 def decode(blob: bytes, *, step_id: str, key: object) -> object:
     """The snapshot value stored in ``blob``; never mistakes a bad blob for "no state"."""
     if type(blob) is bytes and blob.startswith(_PLAIN_HEADER):

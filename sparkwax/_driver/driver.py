@@ -126,10 +126,21 @@ class Driver(Routes):
         and, for a logic with deadlines, ``processing_notify_at()``, each
         validated as in an activation (the same errors: SnapshotError,
         BuilderError, CallbackError, NotifyAtError), at the clock ``now_ms``."""
+        blob, timer, _, deadline = self.seed(key, stored, now_ms, processing_ms)
+        return Restored(blob, timer, deadline)
+
+    def seed(self, key: Any, stored: bytes, now_ms: Optional[int] = None,
+             processing_ms: Optional[int] = None
+             ) -> Tuple[bytes, Optional[int], Optional[int], Optional[int]]:
+        """A seeded key's state before the first micro-batch (docs/semantics.md,
+        "Seeding a step"): ``stored`` restored and committed as a restart
+        does (``restore_check``), at the first batch's clock: ``(state,
+        timer, armed, deadline)``, ``armed`` the timeout a host arms for the
+        timer (``timers.armed_timeout``)."""
         token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
             logic, _ = self._restore(key, stored)
-            blob, timer, _, _, deadline = self._commit(key, logic, True, None, now_ms)
+            blob, timer, _, armed, deadline = self._commit(key, logic, True, None, now_ms)
         finally:
             reset_clock(token)
-        return Restored(cast(bytes, blob), timer, deadline)
+        return cast(bytes, blob), timer, armed, deadline

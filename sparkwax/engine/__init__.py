@@ -20,6 +20,7 @@ offline ones are ``sparkwax.testing``'s, the DataFrame-level operators
 ``rescale``            ``engine/checkpoints/state/rescale.py``
 ``local_session``      ``engine/session/local_session.py``
 ``connect``            ``engine/planning/connecting.py``
+``seed_frame``         ``engine/planning/seeding.py``
 ``split_late``         ``engine/planning/schemas.py``
 ``value_fields``       ``engine/planning/schemas.py``
 ``value_struct``       ``engine/planning/schemas.py``
@@ -46,10 +47,12 @@ if TYPE_CHECKING:  # type checkers see the real names; at run time __getattr__ l
     from .session.local_session import local_session as local_session
     from .deploy.session_confs import STATE_STORES as STATE_STORES
     from .planning.connecting import connect as connect
+    from .planning.seeding import seed_frame as seed_frame
     from .planning.schemas import split_late as split_late, value_fields as value_fields
     from .planning.schemas import value_struct as value_struct
 
 ENTRY_POINTS: Dict[str, str] = {  # name -> its module, under sparkwax.engine (the table above)
+    "seed_frame": "planning.seeding",
     "stateful": "planning.plan",
     "stateful_batch": "planning.plan",
     "STATE_SCHEMA": "planning.plan",

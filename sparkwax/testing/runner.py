@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice, repeat
 from operator import itemgetter
-from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence,
-                    Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple, Union)
 
 from .._driver import Activations, Clocks, Driver, KeyBatch, sorted_keys
 from ..errors import ConfigError, InputError
@@ -94,6 +94,10 @@ class Runner:
     builder) and ``output_schema`` (every emit checked after each activation
     with the Spark hosts' checker: a ``SchemaError`` naming the step, key,
     field and value; None: emits are not checked). ``Eof()`` ends the run.
+    ``seed``: ``{key: snapshot}`` the step starts from (``sw.stateful``'s
+    ``seed=``): before the first micro-batch each key's snapshot is restored
+    and committed as a restart does, at that batch's clock (docs/semantics.md,
+    "Seeding a step").
     ``no_data_batches=False``: never add the no-data batch Spark runs when
     the watermark moved (for a script that lists every batch Spark ran, as
     ``replay`` rebuilds them from a checkpoint's logs).
@@ -104,7 +108,8 @@ class Runner:
     """
 
     def __init__(self, builder: Union[Builder, Step], *, restore: Restore = "always",
-                 no_data_batches: bool = True, **options: Unpack[StepOptions]):
+                 no_data_batches: bool = True, seed: Optional[Mapping[Any, Any]] = None,
+                 **options: Unpack[StepOptions]):
         step = as_step(builder, **options)
         restore = restore_mode(step.step_id, restore)
         self.driver = Driver(step)
@@ -130,6 +135,7 @@ class Runner:
         self._pending_tick = False
         self.no_data_batches = no_data_batches  # False: the script lists every batch (replay)
         self.ended = False              # Eof() ran: the run is over
+        self._seeds = dict(seed) if seed else None  # applied at the first micro-batch
 
     # -- steps ----------------------------------------------------------------
 
@@ -160,6 +166,7 @@ class Runner:
         """A micro-batch with data."""
         self._refuse_after_eof("Batch")
         self._set_now(now)
+        self._apply_seeds()
         # every item a (key, value) pair, checked at C level (not item by item)
         pairs = bool(items) and set(map(type, items)) == _TUPLE and set(map(len, items)) == _PAIR
         runs = self._sorted_runs(items) if pairs else None
@@ -211,6 +218,7 @@ class Runner:
         """A micro-batch without data: only keys whose timeout fired run."""
         self._refuse_after_eof("Tick")
         self._set_now(now)
+        self._apply_seeds()
         self._pending_tick = False
         self._end_batch(self._activate_keys((key, ()) for key in sorted_keys(self._due())))
 
@@ -226,6 +234,7 @@ class Runner:
         key (counted as one more entry of ``batch_metrics``). It ends the run:
         no step may follow (see ``AFTER_EOF``)."""
         self._refuse_after_eof("Eof")
+        self._apply_seeds()
         self._flush_tick()
         self.ended = True
         self._end_batch(self._activate_keys(
@@ -237,6 +246,7 @@ class Runner:
         ``Eof()``). A live logic's snapshot (``restore="on_crash"``) is
         encoded here, once: one that cannot be pickled is a SnapshotError, as
         at Spark's first commit, even in a run without ``Crash()``."""
+        self._apply_seeds()
         self._flush_tick()
         result = self.result
         snapshots: Dict[Any, Any] = {}
@@ -256,6 +266,19 @@ class Runner:
         return result
 
     # -- internals ------------------------------------------------------------
+
+    def _apply_seeds(self) -> None:
+        """The seeded keys' states and timers, once, at the first batch's clock."""
+        seeds, self._seeds = self._seeds, None
+        for key in sorted_keys(list(seeds or ())):
+            blob = encode(seeds[key], step_id=self.step_id, key=key)  # type: ignore[index]
+            state, timer, armed, deadline = self.driver.seed(
+                key, blob, self.now_ms, self.processing_ms if self.driver.two_clocks else None)
+            self.blobs[key] = state
+            if timer is not None and armed is not None:
+                self.timers[key], self.timeouts[key] = timer, armed
+            if deadline is not None:
+                self.deadlines[key] = deadline
 
     def _refuse_after_eof(self, what: str) -> None:
         if self.ended:
@@ -415,12 +438,13 @@ def _runs(ordered: List[Tuple[Any, Any]]) -> Iterator[Tuple[Any, List[Any]]]:
 
 
 def run(builder: Union[Builder, Step], script: Sequence[ScriptStep], *,
-        restore: Restore = "always", **options: Unpack[StepOptions]) -> RunResult:
+        restore: Restore = "always", seed: Optional[Mapping[Any, Any]] = None,
+        **options: Unpack[StepOptions]) -> RunResult:
     """Run ``script`` (Batch/Tick/Crash/Eof steps) through ``builder``'s logic
-    (or a ready ``sparkwax.Step``). ``restore`` and the step options are the
-    Runner's (docs/guide.md, "Step options"); with ``output_schema`` every
-    emit is checked as the Spark hosts check it."""
-    return Runner(builder, restore=restore, **options).run(script)
+    (or a ready ``sparkwax.Step``). ``restore``, ``seed`` and the step
+    options are the Runner's (docs/guide.md, "Step options"); with
+    ``output_schema`` every emit is checked as the Spark hosts check it."""
+    return Runner(builder, restore=restore, seed=seed, **options).run(script)
 
 
 def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],

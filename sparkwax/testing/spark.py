@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Set, 
 from ..engine.planning.plan import stateful
 from ..engine.checkpoints.storage import join_path
 from ..engine.planning.following import start_confs
+from ..engine.planning.seeding import seed_frame
 from ..errors import ConfigError
 from ..logic import Builder
 from ..metrics import StepMetrics, by_batch, steps_in
@@ -51,14 +52,19 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
                         *, input_schema: str, key: str = "key", workdir: Optional[str] = None,
                         uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
                         host: Host = "per_key", buckets: Optional[int] = None,
+                        seed: Optional[Dict[Any, Any]] = None, seed_key: str = "key string",
                         **options: Unpack[StepOptions]) -> RunResult:
     """Outputs (with ``Row`` values turned into tuples) of the script on Spark.
     The step options go to ``stateful`` (docs/guide.md, "Step options";
     ``batch=True``: a StatefulBatchLogic); ``builder`` may be a
-    ``sparkwax.Step`` (then no step options: the Step carries them)."""
+    ``sparkwax.Step`` (then no step options: the Step carries them).
+    ``seed``: ``{key: snapshot}`` the step starts from (``seed_frame`` of
+    ``seed_key``, the key column's DDL), as ``run(..., seed=)`` does."""
+    seeded = None if seed is None else seed_frame(spark, seed, seed_key)
+
     def plan(stream: Any) -> Any:
         return stateful(stream, key=key, builder=builder, host=host, buckets=buckets,
-                        **options)
+                        seed=seeded, **options)
     return run_plan_on_spark(spark, plan, script, input_schema=input_schema, key=key,
                              workdir=workdir, uri=uri, trigger=trigger)
 

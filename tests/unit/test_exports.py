@@ -17,8 +17,8 @@ PUBLIC = {
         "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
         "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError", "SnapshotError",
         "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "StepOptions", "chain", "connect",
-        "current_clock", "finish", "follow", "join", "local_session", "now", "processing_now",
-        "read_state", "rescale", "split_late", "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
+        "current_clock", "encode_snapshot", "finish", "follow", "join", "local_session", "now", "processing_now",
+        "read_state", "rescale", "seed_frame", "split_late", "start", "stateful", "stateful_batch", "task_errors", "value_fields", "value_struct",
     ],
     "sparkwax.operators": [
         "LATE_SESSION_ID", "OperatorBuilder", "Rules", "SessionWindower", "SlidingWindower",

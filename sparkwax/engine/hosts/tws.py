@@ -32,6 +32,7 @@ from typing import Any, Iterator, List, Optional, Tuple
 import pandas as pd
 
 from ..checkpoints.format.files import FOLLOWING_STATE
+from .seeding import seed_bucket, seed_key
 
 _KEEP, _REMOVE, _UPDATE = "keep", "remove", "update"
 
@@ -129,6 +130,17 @@ class TwsProcessor:
                            expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:  # noqa: N803
         return self._call(key, iter(()), timerValues, timed_out=True)
 
+    def handleInitialState(self, key: Tuple[Any, ...], initialState: pd.DataFrame,  # noqa
+                           timerValues: Any) -> None:  # noqa: N803
+        """A seeded key's (or bucket's) state, before the first batch's rows
+        (``hosts.seeding``)."""
+        state = TwsGroupState(self.value, self.handle, timerValues, timed_out=False)
+        if hasattr(self.host, "key_names"):  # packed: the bucket's keys
+            seed_bucket(self.host, initialState, state)
+        else:
+            seed_key(self.host, tuple(key), initialState, state)
+        state.finish()
+
     def _call(self, key: Tuple[Any, ...], rows: Iterator[pd.DataFrame], clock: Any, *,
               timed_out: bool) -> Iterator[pd.DataFrame]:
         state = TwsGroupState(self.value, self.handle, clock, timed_out=timed_out)
@@ -165,6 +177,10 @@ def as_stateful_processor(processor: TwsProcessor) -> Any:
         def handleExpiredTimer(self, key: Any, timerValues: Any,  # noqa
                                expiredTimerInfo: Any) -> Any:  # noqa
             return self.inner.handleExpiredTimer(key, timerValues, expiredTimerInfo)
+
+        def handleInitialState(self, key: Any, initialState: Any,  # noqa
+                               timerValues: Any) -> None:  # noqa
+            self.inner.handleInitialState(key, initialState, timerValues)
 
         def close(self) -> None:
             self.inner.close()

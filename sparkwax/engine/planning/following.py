@@ -42,16 +42,17 @@ _OTHER_STATEFUL = re.compile(r"~(Aggregate|Deduplicate|DeduplicateWithinWatermar
 
 def transform_with_state(grouped: Any, columns: Sequence[str], host: Any, spark: Any,
                          output_type: T.StructType, state_schema: T.StructType,
-                         timeout: str) -> Any:
+                         timeout: str, initial_state: Any = None) -> Any:
     """``grouped.transformWithStateInPandas`` running ``host`` over frames of
     ``columns``: its ValueState is the host's state row plus the registered
-    timer."""
+    timer; ``initial_state``: a seed's rows, grouped as ``grouped``
+    (``planning.seeding``)."""
     processor = as_stateful_processor(TwsProcessor(host, with_registered(state_schema),
                                                    tuple(columns)))
     ship_function(spark, lambda: None)  # sparkwax (and the app's modules) on the workers
     return grouped.transformWithStateInPandas(
         processor, outputStructType=output_type, outputMode="append",
-        timeMode=TIME_MODES[timeout])
+        timeMode=TIME_MODES[timeout], initialState=initial_state)
 
 
 def with_registered(state_schema: T.StructType) -> T.StructType:

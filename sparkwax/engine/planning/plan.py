@@ -34,6 +34,7 @@ from ..hosts import two_clocks as two_clock_hosts
 from .recorded_counts import remember
 from .chaining import after_steps
 from .following import transform_with_state, upstream_descriptions
+from .seeding import seed_input
 from .projection import (EVENT_US, nullable_longs, project_input, require_columns,
                          value_kind)
 from .schemas import STEP_METADATA, UPSTREAM_METADATA
@@ -69,7 +70,7 @@ PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False)
 def stateful(df: DataFrame, *, key: Union[str, Sequence[str]],
              builder: Union[Builder, Step, None] = None, step: Optional[Step] = None,
              host: Host = "per_key", buckets: Optional[int] = None,
-             **options: Unpack[StepOptions]) -> DataFrame:
+             seed: Optional[DataFrame] = None, **options: Unpack[StepOptions]) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
     The step options (``output_schema``, ``time``, ``order_by``, ``value``,
@@ -80,21 +81,24 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]],
     only ``key``, ``host`` and ``buckets``. Output rows are the key columns
     followed by ``output_schema``. ``host="packed"`` runs many keys per
     Spark group (``buckets`` of them, default 4 x shuffle partitions) with
-    the same semantics; see docs/performance.md.
+    the same semantics; see docs/performance.md. ``seed``: a bounded
+    DataFrame of the key columns and ``snapshot`` the stream starts from
+    (Spark 4.0+; docs/semantics.md, "Seeding a step").
     """
     made = as_step(builder, step=step, **options)
-    return _replannable(df, made, key, host, buckets)
+    return _replannable(df, made, key, host, buckets, seed)
 
 
 def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
                    builder: Union[Builder, Step, None] = None, step: Optional[Step] = None,
                    host: Host = "per_key", buckets: Optional[int] = None,
+                   seed: Optional[DataFrame] = None,
                    **options: Unpack[StepOptions]) -> DataFrame:
     """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per
     activation), with the same step options (docs/guide.md, "Step options";
-    not ``ttl``); a Step given must have ``batch=True``."""
+    not ``ttl``) and ``seed``; a Step given must have ``batch=True``."""
     made = as_step(builder, step=step, **batch_options(builder, step, options))
-    return _replannable(df, made, key, host, buckets)
+    return _replannable(df, made, key, host, buckets, seed)
 
 
 def batch_options(builder: Any, step: Optional[Step], options: StepOptions) -> StepOptions:
@@ -111,19 +115,20 @@ def batch_options(builder: Any, step: Optional[Step], options: StepOptions) -> S
 
 
 def _replannable(df: DataFrame, step: Step, key: Union[str, Sequence[str]], host: Host,
-                 buckets: Optional[int]) -> DataFrame:
+                 buckets: Optional[int], seed: Optional[DataFrame] = None) -> DataFrame:
     """``plan_step``; a streaming packed step whose buckets are the session's
     default is remembered so that ``sw.start`` can plan it again with the
     bucket count its checkpoint recorded (``planning.recorded_counts``)."""
-    frame = plan_step(df, step, key, host=host, buckets=buckets)
+    frame = plan_step(df, step, key, host=host, buckets=buckets, seed=seed)
     if host == "packed" and buckets is None and df.isStreaming:
         remember(frame, step.step_id,
-                 lambda count: plan_step(df, step, key, host=host, buckets=count))
+                 lambda count: plan_step(df, step, key, host=host, buckets=count, seed=seed))
     return frame
 
 
 def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
-              host: Host = "per_key", buckets: Optional[int] = None) -> DataFrame:
+              host: Host = "per_key", buckets: Optional[int] = None,
+              seed: Optional[DataFrame] = None) -> DataFrame:
     """``step`` over ``df`` grouped by ``key``, on ``host`` (every Spark entry
     point ends here): the DataFrame checks, then the host's plan."""
     step_id, time, order_by, value = step.step_id, step.time, step.order_by, step.value
@@ -165,7 +170,9 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
     two_clocks = bool(step.two_clocks) and df.isStreaming
     if upstream and two_clocks:
         after_steps(df, step_id, two_clocks=True)  # refused: needs applyInPandasWithState
-    follows = upstream_descriptions(df) if upstream else None
+    initial = None if seed is None else seed_input(df, seed, step_id, keys, fields, two_clocks)
+    # a step after another, or seeded: on transformWithStateInPandas (following)
+    follows = upstream_descriptions(df) if upstream else [] if initial is not None else None
     driver = Driver(step)
     spark = df.sparkSession
     null_longs = nullable_longs(keys, [*value_names, *order], fields)
@@ -213,12 +220,14 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
             rows = _prepacked(unblanked, bucket, buckets, time, keys, spark)
         else:
             rows = _input_counted(projected, step_id, timeout, blanked).select("*", bucket)
+        if initial is not None:
+            initial = initial.select("*", bucket)
         return _streaming_step(rows, [BUCKET_COLUMN], function, spark, out_schema,
                                PACKED_STATE_SCHEMA,
                                timeout, step_id, _step_description(
                                    step_id, keys, fields, schema, time, timeout,
                                    state_layout(step, host, buckets, two_clocks, follows)),
-                               follows)
+                               follows, initial)
     if not df.isStreaming:
         function = host_class(driver, layout, outputs, single)
         return projected.groupBy(*grouped_on).applyInPandas(_as_function(function, spark),
@@ -229,13 +238,15 @@ def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
                            TWO_CLOCK_STATE_SCHEMA if two_clocks else STATE_SCHEMA,
                            timeout, step_id, _step_description(
                                step_id, keys, fields, schema, time, timeout,
-                               state_layout(step, host, buckets, two_clocks, follows)), follows)
+                               state_layout(step, host, buckets, two_clocks, follows)), follows,
+                           initial)
 
 
 def _streaming_step(rows: DataFrame, grouped_on: Sequence[Any], function: HostFunction,
                     spark: Any, out_schema: T.StructType, state_schema: Any, timeout: str,
                     step_id: str, description: Dict[str, Any],
-                    follows: Optional[List[Dict[str, Any]]]) -> DataFrame:
+                    follows: Optional[List[Dict[str, Any]]],
+                    initial: Optional[DataFrame] = None) -> DataFrame:
     """``rows`` grouped on ``grouped_on`` through
     ``applyInPandasWithState`` of a host (per key or packed), or for a
     step that ``follows`` others in the query (their descriptions) its
@@ -252,8 +263,9 @@ def _streaming_step(rows: DataFrame, grouped_on: Sequence[Any], function: HostFu
             _as_function(function, spark), outputStructType=with_metrics,
             stateStructType=state_schema, outputMode="append", timeoutConf=timeout)
     else:
-        result = transform_with_state(grouped, rows.columns, function, spark, with_metrics,
-                                      state_schema, timeout)
+        result = transform_with_state(
+            grouped, rows.columns, function, spark, with_metrics, state_schema, timeout,
+            None if initial is None else initial.groupBy(*grouped_on))
     return _observed(result, step_id)
 
 

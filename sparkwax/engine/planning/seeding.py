@@ -1,0 +1,74 @@
+"""``seed=``: a streaming step that starts from state given as a bounded
+DataFrame of its key columns and ``snapshot`` (docs/semantics.md, "Seeding
+a step"), planned as transformWithStateInPandas' initial state (Spark
+4.0+), read in the query's first micro-batch only.
+
+The seed may come from an old job's checkpoint (Spark's state reader,
+each row's state made into the logic's snapshot), from history, or by hand:
+``seed_frame`` builds one from ``{key: snapshot}``, ``encode_snapshot``
+encodes one snapshot as the seed's ``snapshot`` column holds it.
+
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ...recovery import encode_snapshot
+from ...errors import ConfigError
+from ..deploy.session_confs import is_connect
+from ..hosts.seeding import SNAPSHOT
+from ..spark_version import has_transform_with_state, line, session_version
+
+
+def seed_frame(spark: Any, snapshots: Mapping[Any, Any], key: str) -> Any:
+    """A seed DataFrame from ``{key: snapshot}``: ``key`` is the key
+    columns' DDL (``"user string"``, or ``"a string, b long"`` with tuple
+    keys), then ``snapshot binary``."""
+    several = len(key.split(",")) > 1  # tuple keys, one value per column
+    rows = [(*(k if several else (k,)), encode_snapshot(v)) for k, v in snapshots.items()]
+    return spark.createDataFrame(rows, f"{key}, {SNAPSHOT} binary")
+
+
+def seed_input(df: Any, seed: Any, step_id: str, keys: Sequence[str],
+               fields: Mapping[str, T.StructField], two_clocks: bool) -> Any:
+    """The seed as the step's initial state rows (key columns as the stream
+    types them, then ``snapshot``), or a ConfigError saying why it cannot
+    seed this step."""
+    if not df.isStreaming:
+        raise ConfigError(f"step {step_id!r}: seed= starts a streaming step from state; a "
+                          f"bounded DataFrame has none to start from (run it over the history "
+                          f"and the seed's keys together)")
+    if getattr(seed, "isStreaming", True):
+        raise ConfigError(f"step {step_id!r}: seed= takes a bounded DataFrame of the key "
+                          f"columns and {SNAPSHOT!r}, got {type(seed).__name__}"
+                          + (" (a streaming one)" if getattr(seed, "isStreaming", False) else ""))
+    spark = df.sparkSession
+    if is_connect(spark) or not has_transform_with_state(spark):
+        where = "over Spark Connect" if is_connect(spark) else \
+            f"on Spark {line(session_version(spark))}"
+        raise ConfigError(f"step {step_id!r}: seed= needs transformWithStateInPandas's initial "
+                          f"state (Spark 4.0+, a classic session); {where} start the step "
+                          f"without it, or replay the history through it first")
+    if two_clocks:
+        raise ConfigError(f"step {step_id!r}: a step with both timer kinds (notify_at and "
+                          f"processing_notify_at) runs on applyInPandasWithState, which takes "
+                          f"no seed")
+    given = {f.name: f for f in seed.schema.fields}
+    missing = [name for name in [*keys, SNAPSHOT] if name not in given]
+    if missing:
+        raise ConfigError(f"step {step_id!r}: the seed has no column {missing[0]!r}: it needs "
+                          f"the key columns {list(keys)} and {SNAPSHOT!r} (binary, "
+                          f"sw.encode_snapshot), it has {list(given)}")
+    if not isinstance(given[SNAPSHOT].dataType, T.BinaryType):
+        raise ConfigError(f"step {step_id!r}: the seed's {SNAPSHOT!r} column must be binary "
+                          f"(sw.encode_snapshot of each snapshot), it is "
+                          f"{given[SNAPSHOT].dataType.simpleString()}")
+    return seed.select(*[F.col(f"`{name}`").cast(fields[name].dataType).alias(name)
+                         for name in keys], F.col(SNAPSHOT))
+
+
+__all__ = ["seed_frame", "seed_input"]

@@ -1,0 +1,76 @@
+"""A seeded step (``sw.stateful(..., seed=)``, Spark 4.0+) streams as the
+offline runner's ``run(..., seed=)``, on both hosts: the seeded keys' timers
+fire as their logic's ``notify_at`` says, with data or without, and keys
+outside the seed start new. Where a seed cannot work, a named ConfigError."""
+
+from __future__ import annotations
+
+import pytest
+
+import sparkwax as sw
+from sparkwax.engine.spark_version import has_transform_with_state
+from sparkwax.testing import Batch, Crash, run
+from sparkwax.testing.reference import Accumulator
+from sparkwax.testing.spark import run_script_on_spark
+
+from kit import at, each_spark_host_with_buckets, item, per_key
+
+pytestmark = [pytest.mark.spark, pytest.mark.lines]
+
+INPUT = "key string, ts timestamp, value long"
+OUTPUT = "kind string, a long, b long"
+TIME = sw.EventTime("ts", watermark="2 minutes")
+
+
+def seeds():
+    """Accumulator snapshots ``(total, count, latest, timer)`` as if an
+    earlier run had left them: ``a`` with a timer at minute 12, ``b`` at 40."""
+    return {"a": (10, 2, at(2), at(12)), "b": (7, 1, at(30), at(40))}
+
+
+SCRIPT = [
+    Batch([item("a", 3, 1), item("c", 4, 2)]),
+    Batch([item("c", 20, 3)]),            # the watermark passes a's timer (a has no data)
+    Crash(),
+    Batch([item("b", 31, 5), item("c", 50, 1)]),
+    Batch([item("d", 60, 2)]),
+]
+
+
+@each_spark_host_with_buckets
+def test_a_seeded_step_streams_as_offline(spark, tmp_path, host, buckets):
+    if not has_transform_with_state(spark):
+        pytest.skip("seed= needs Spark 4.0+ (see the refusal test)")
+    offline = run(Accumulator, SCRIPT, time=TIME, seed=seeds())
+    assert "a" in offline.by_key and "b" in offline.by_key  # seeded keys fired
+    online = run_script_on_spark(spark, Accumulator, SCRIPT, input_schema=INPUT,
+                                 output_schema=OUTPUT, time=TIME, host=host, buckets=buckets,
+                                 seed=seeds(), workdir=str(tmp_path))
+    assert per_key(online) == per_key(offline)
+
+
+def test_a_seed_is_refused_by_name_where_it_cannot_work(spark, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    stream = spark.readStream.schema(INPUT).json(str(folder))
+    seed = sw.seed_frame(spark, seeds(), "key string")
+    if not has_transform_with_state(spark):
+        with pytest.raises(sw.ConfigError, match="seed= needs transformWithStateInPandas's "
+                                                 "initial state .* on Spark 3.5"):
+            sw.stateful(stream, key="key", builder=Accumulator, output_schema=OUTPUT,
+                        time=TIME, seed=seed, step_id="acc")
+        return
+    with pytest.raises(sw.ConfigError, match="'acc': the seed has no column 'snapshot'"):
+        sw.stateful(stream, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                    seed=seed.withColumnRenamed("snapshot", "s"), step_id="acc")
+    with pytest.raises(sw.ConfigError, match="'acc': the seed's 'snapshot' column must be "
+                                             "binary"):
+        sw.stateful(stream, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                    seed=seed.selectExpr("key", "'x' AS snapshot"), step_id="acc")
+    bounded = spark.createDataFrame([("a", at(0), 1)], INPUT)
+    with pytest.raises(sw.ConfigError, match="'acc': seed= starts a streaming step"):
+        sw.stateful(bounded, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                    seed=seed, step_id="acc")
+    with pytest.raises(sw.ConfigError, match="seed= takes a bounded DataFrame"):
+        sw.stateful(stream, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                    seed=stream, step_id="acc")
