@@ -26,6 +26,7 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.testing import Batch, run
+from sparkwax.engine.planning.following import start_confs
 from sparkwax.testing.spark import run_script_on_spark
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/
@@ -104,9 +105,10 @@ def play(spark, attach, batches, folder, schedule):
 
     def start(**trigger):
         stream = spark.readStream.schema(INPUT).option("maxFilesPerTrigger", 1).json(source)
-        writer = attach(stream).writeStream.foreachBatch(collect) \
-            .option("checkpointLocation", checkpoint)
-        return (writer.trigger(**trigger) if trigger else writer).start()
+        frame = attach(stream)
+        writer = frame.writeStream.foreachBatch(collect).option("checkpointLocation", checkpoint)
+        with start_confs(frame):  # a seeded step: as sw.start starts it
+            return (writer.trigger(**trigger) if trigger else writer).start()
 
     query = start() if schedule == "continuous" else None
     for number, batch in enumerate(batches):
@@ -227,3 +229,61 @@ def test_fraud_detector_on_spark(spark, tmp_path):
         "ts timestamp, amount double", output_schema="id long",
         time=sw.EventTime("ts", watermark="0 seconds"), workdir=str(tmp_path))
     assert {k: sorted(v) for k, v in result.by_key.items()} == expected
+
+
+# -- the cut-over: a running original job's open sessions carried into the port --------------
+
+
+@pytest.mark.lines
+def test_the_original_stops_mid_session_and_the_port_continues_from_its_state(spark, tmp_path):
+    """The original runs the first two batches and stops with sessions open;
+    Spark's state reader gives its state, which seeds the port (``seed=``);
+    the port runs the rest of the stream. Every session closes once, with
+    the totals of the original run over the whole stream."""
+    from sparkwax.engine.spark_version import has_transform_with_state
+
+    if not has_transform_with_state(spark):
+        pytest.skip("seed= needs Spark 4.0+ (its state reader too)")
+    batches = batches_of(DOC["script"])
+    whole = play(spark, original, batches, str(tmp_path / "whole"), "continuous")
+    before = play(spark, original, batches[:2], str(tmp_path / "before"), "continuous")
+    state = spark.read.format("statestore").load(str(tmp_path / "before" / "ck"))
+    open_sessions = {row["key"]["session"]: (row["value"]["groupState"]["count"],
+                                             _utc(row["value"]["groupState"]["start"]),
+                                             _utc(row["value"]["groupState"]["end"]))
+                     for row in state.collect()}
+    assert open_sessions == {"a": session(3, 0, 8), "c": session(1, 20, 20)}  # mid-session
+    seed = sw.seed_frame(spark, open_sessions, "session string")
+    for host in ("per_key", "packed"):
+        def seeded(stream, host=host):
+            return sw.stateful(stream, key="session", builder=DOC["ExactSession"],
+                               output_schema=OUTPUT, time=sw.EventTime("ts", watermark=DELAY),
+                               host=host, seed=seed)
+        after = play(spark, seeded, batches[2:], str(tmp_path / f"after-{host}"), "continuous")
+        closed = {key: before.get(key, []) + after.get(key, [])
+                  for key in set(before) | set(after)}
+        assert closed == whole, host
+    offline_after = run(DOC["ExactSession"], [Batch(batch) for batch in batches[2:]],
+                        time=sw.EventTime("ts", watermark=DELAY), seed=open_sessions)
+    assert {k: list(v) for k, v in offline_after.by_key.items()} == after
+
+
+@pytest.mark.lines
+def test_on_transform_with_state_a_timer_fires_when_the_watermark_reaches_it(spark, tmp_path):
+    """The tie (the watermark lands exactly on a's timer) on the host a
+    seeded or following step runs on: its timers fire as the per-key host's
+    timeouts do, so the port keeps sparkwax's rule (due once reached)."""
+    from sparkwax.engine.spark_version import has_transform_with_state
+
+    if not has_transform_with_state(spark):
+        pytest.skip("transformWithStateInPandas is Spark 4.0+")
+    empty = sw.seed_frame(spark, {}, "session string")
+    tie = batches_of(DOC["tie"])
+    for host in ("per_key", "packed"):
+        def seeded(stream, host=host):
+            return sw.stateful(stream, key="session", builder=DOC["SparkStyleSession"],
+                               output_schema=OUTPUT, time=sw.EventTime("ts", watermark=DELAY),
+                               host=host, seed=empty)
+        by_port = play(spark, seeded, tie, str(tmp_path / host), "continuous")
+        assert by_port == offline(DOC["SparkStyleSession"], tie), host
+        assert by_port["a"] == [session(1, 0, 0), session(1, 11, 11)]
