@@ -115,6 +115,19 @@ class Count(sw.StatefulLogic):
         return self.n
 
 
+class PassThrough(sw.StatefulLogic):
+    """Emits each item as it is and holds no state (DISCARD)."""
+
+    def __init__(self, resume=None):
+        pass
+
+    def on_item(self, value):
+        return [value], sw.DISCARD
+
+    def snapshot(self):
+        return None
+
+
 # --- results ------------------------------------------------------------------------------
 
 

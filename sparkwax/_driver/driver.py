@@ -135,12 +135,14 @@ class Driver(Routes):
         """A seeded key's state before the first micro-batch (docs/semantics.md,
         "Seeding a step"): ``stored`` restored and committed as a restart
         does (``restore_check``), at the first batch's clock: ``(state,
-        timer, armed, deadline)``, ``armed`` the timeout a host arms for the
-        timer (``timers.armed_timeout``)."""
+        timer, armed, deadline)``. ``armed`` is the timeout a host arms for
+        the timer as if it had been committed before that batch (``timer -
+        1``: Spark wakes a key once its clock is past it), so a seeded timer
+        already due fires in the first batch, as after a restart."""
         token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
             logic, _ = self._restore(key, stored)
-            blob, timer, _, armed, deadline = self._commit(key, logic, True, None, now_ms)
+            blob, timer, _, _, deadline = self._commit(key, logic, True, None, now_ms)
         finally:
             reset_clock(token)
-        return cast(bytes, blob), timer, armed, deadline
+        return cast(bytes, blob), timer, None if timer is None else timer - 1, deadline

@@ -59,8 +59,7 @@ def run_flow(script: Sequence[ScriptStep], first: Union[Builder, Step],
             _through(runners, rekeys, step)
     if not runners[0].ended:
         _through(runners, rekeys, None)
-    return [runner.process_all_available() if not runner.ended else runner.result
-            for runner in runners]
+    return [runner.process_all_available() for runner in runners]
 
 
 def _through(runners: Sequence[Runner], rekeys: Sequence[Rekey],

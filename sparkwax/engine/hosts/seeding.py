@@ -18,7 +18,7 @@ import pandas as pd
 from ...errors import ConfigError
 from .bucket import Bucket
 from .columns import plain_key
-from .host import NO_TIMEOUT, arm, check_snapshot_size
+from .host import NO_TIMEOUT, check_snapshot_size
 
 SNAPSHOT = "snapshot"  # the seed frame's column of encoded snapshots
 
@@ -36,7 +36,10 @@ def seed_rows(frame: pd.DataFrame, key_count: int, single: bool) -> List[Tuple[A
 
 
 def seed_key(host: Any, key_values: Tuple[Any, ...], frame: pd.DataFrame, state: Any) -> None:
-    """A per-key host's seeded key: one snapshot, as its state row."""
+    """A per-key host's seeded key: one snapshot, as its state row, its
+    timeout armed as the driver says (``Driver.seed``) on a ``TwsGroupState``
+    (an absolute time whatever the time mode: a due one fires in this
+    batch, where ``GroupState`` would wait a batch)."""
     key = plain_key(key_values, host.single_key)
     rows = seed_rows(frame, len(key_values), host.single_key)
     if len(rows) != 1:
@@ -47,7 +50,7 @@ def seed_key(host: Any, key_values: Tuple[Any, ...], frame: pd.DataFrame, state:
     check_snapshot_size(host.driver.step_id, key, len(blob), host.max_snapshot_bytes)
     state.update((blob, timer))
     if armed is not None and host.timeout_conf != NO_TIMEOUT:
-        arm(state, host.driver.time, armed, now_ms)
+        state.setTimeoutTimestamp(armed)  # absolute on TwsGroupState: due now, fires now
 
 
 def seed_bucket(host: Any, frame: pd.DataFrame, state: Any) -> None:
@@ -63,7 +66,9 @@ def seed_bucket(host: Any, frame: pd.DataFrame, state: Any) -> None:
     bucket = Bucket.empty()
     bucket.put_all(keys, [s[0] for s in seeded], [s[1] for s in seeded],
                    [s[2] for s in seeded] if host.timeout_conf != NO_TIMEOUT else None)
-    host._commit(state, bucket, now_ms)
+    stored, earliest = host._write(state, bucket)
+    if stored and earliest is not None and host.timeout_conf != NO_TIMEOUT:
+        state.setTimeoutTimestamp(earliest)  # absolute, as for a key
 
 
 __all__ = ["SNAPSHOT", "seed_bucket", "seed_key", "seed_rows"]

@@ -35,6 +35,13 @@ _CONNECT_APPLY = "ApplyInPandasWithState"
 _CONNECT_METRICS = "CollectMetrics"
 
 
+_TWS_NODE = re.compile(r"~TransformWithStateIn(?:Pandas|PySpark) ")
+# the other stateful streaming nodes of a logical plan's text ("~": streaming;
+# a stream-static join counts too: then the check stays on)
+_OTHER_STATEFUL = re.compile(r"~(Aggregate|Deduplicate|DeduplicateWithinWatermark|Join|"
+                             r"FlatMapGroupsWithState) ")
+
+
 def stateful_operators_in(plan: str) -> List[str]:
     """The applyInPandasWithState operators of a logical plan's text, top
     first: a sparkwax step's id (its observed metrics sit above it), else
@@ -108,6 +115,21 @@ def _nodes(plan: Any) -> Iterator[Any]:
         stack.extend(reversed(children))
 
 
+def holds_following_step(plan: str) -> bool:
+    """Whether a logical plan's text holds a step on transformWithStateInPandas."""
+    return _TWS_NODE.search(plan) is not None
+
+
+def only_sparkwax_stateful(plan: str) -> bool:
+    """Whether every stateful streaming node of the plan is a sparkwax step's.
+
+    >>> only_sparkwax_stateful("~CollectMetrics sparkwax:a, [...]\\n"
+    ...                        "+- ~FlatMapGroupsInPandasWithState run_streaming_group(...)")
+    True
+    """
+    return OTHER not in stateful_operators_in(plan) and _OTHER_STATEFUL.search(plan) is None
+
+
 def after_steps(df: Any, step_id: str, *, two_clocks: bool = False) -> List[str]:
     """The sparkwax steps the streaming ``df`` already runs, top first, when
     step ``step_id`` can follow them in the same query (then it is hosted on
@@ -149,4 +171,5 @@ def after_steps(df: Any, step_id: str, *, two_clocks: bool = False) -> List[str]
         f"step {step_id!r} on it (docs/guide.md, \"Several stateful steps\")")
 
 
-__all__ = ["OTHER", "after_steps", "stateful_operators", "stateful_operators_in"]
+__all__ = ["OTHER", "after_steps", "holds_following_step", "only_sparkwax_stateful",
+           "stateful_operators", "stateful_operators_in"]

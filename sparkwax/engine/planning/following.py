@@ -15,16 +15,13 @@ stateful operators are all sparkwax steps.
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Sequence
-
-from pyspark.sql import types as T
 
 from ..deploy.shipping import ship_function
 from ..hosts.host import NO_TIMEOUT
 from ..hosts.tws import TwsProcessor, as_stateful_processor
-from .chaining import OTHER, stateful_operators_in
+from .chaining import holds_following_step, only_sparkwax_stateful
 from .schemas import STEP_METADATA, UPSTREAM_METADATA
 
 TIME_MODES = {NO_TIMEOUT: "None", "EventTimeTimeout": "EventTime",
@@ -34,15 +31,11 @@ TIME_MODES = {NO_TIMEOUT: "None", "EventTimeTimeout": "EventTime",
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CORRECTNESS_CONF = "spark.sql.streaming.statefulOperator.checkCorrectness.enabled"
-_TWS_NODE = re.compile(r"~TransformWithStateIn(?:Pandas|PySpark) ")
-# the other stateful streaming nodes of a logical plan's text ("~": streaming;
-# a stream-static join counts too: then the check stays on)
-_OTHER_STATEFUL = re.compile(r"~(Aggregate|Deduplicate|DeduplicateWithinWatermark|Join|"
-                             r"FlatMapGroupsWithState) ")
+
 
 def transform_with_state(grouped: Any, columns: Sequence[str], host: Any, spark: Any,
-                         output_type: T.StructType, state_schema: T.StructType,
-                         timeout: str, initial_state: Any = None) -> Any:
+                         output_type: Any, state_schema: Any, timeout: str,
+                         initial_state: Any = None) -> Any:
     """``grouped.transformWithStateInPandas`` running ``host`` over frames of
     ``columns``: its ValueState is the host's state row plus the registered
     timer; ``initial_state``: a seed's rows, grouped as ``grouped``
@@ -55,8 +48,10 @@ def transform_with_state(grouped: Any, columns: Sequence[str], host: Any, spark:
         timeMode=TIME_MODES[timeout], initialState=initial_state)
 
 
-def with_registered(state_schema: T.StructType) -> T.StructType:
-    """The host's state row with the timer it registered (ms)."""
+def with_registered(state_schema: Any) -> Any:
+    """The host's state row (a StructType) with the timer it registered (ms)."""
+    from pyspark.sql import types as T
+
     return T.StructType([*state_schema.fields, T.StructField("registered", T.LongType(), True)])
 
 
@@ -70,21 +65,6 @@ def upstream_descriptions(df: Any) -> List[Dict[str, Any]]:
             if description:
                 found[description["step_id"]] = description
     return [found[name] for name in sorted(found)]
-
-
-def holds_following_step(plan: str) -> bool:
-    """Whether a logical plan's text holds a step on transformWithStateInPandas."""
-    return _TWS_NODE.search(plan) is not None
-
-
-def only_sparkwax_stateful(plan: str) -> bool:
-    """Whether every stateful streaming node of the plan is a sparkwax step's.
-
-    >>> only_sparkwax_stateful("~CollectMetrics sparkwax:a, [...]\\n"
-    ...                        "+- ~FlatMapGroupsInPandasWithState run_streaming_group(...)")
-    True
-    """
-    return OTHER not in stateful_operators_in(plan) and _OTHER_STATEFUL.search(plan) is None
 
 
 @contextmanager
@@ -121,6 +101,5 @@ def _plan_text(frame: Any) -> Any:
         return None
 
 
-__all__ = ["CORRECTNESS_CONF", "PROVIDER_CONF", "ROCKSDB", "TIME_MODES", "holds_following_step",
-           "only_sparkwax_stateful", "start_confs", "transform_with_state",
-           "upstream_descriptions", "with_registered"]
+__all__ = ["CORRECTNESS_CONF", "PROVIDER_CONF", "ROCKSDB", "TIME_MODES", "start_confs",
+           "transform_with_state", "upstream_descriptions", "with_registered"]

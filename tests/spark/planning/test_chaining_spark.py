@@ -11,7 +11,7 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.testing import run_bounded
-from sparkwax.engine.planning.following import holds_following_step
+from sparkwax.engine.planning.chaining import holds_following_step
 from sparkwax.engine.spark_version import has_transform_with_state
 from sparkwax.testing.reference import BatchCounter, Counter, IdleAlarm
 

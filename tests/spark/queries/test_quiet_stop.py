@@ -28,8 +28,8 @@ import pytest
 from sparkwax.testing import Runner
 from sparkwax.testing.reference import Accumulator
 
-from kit import REPO, commits as _commits, stop_group
-from test_kill_recovery import TIME, _batches_spark_ran, _make_input
+from kit import REPO, batches_spark_ran, commits as _commits, stop_group
+from test_kill_recovery import TIME, _make_input
 
 NAMES = ("files", "batches")
 
@@ -123,7 +123,7 @@ def test_a_graceful_stop_of_two_queries_prints_no_error_and_loses_nothing(spark,
         committed = _commits(checkpoint)
         assert f"(last batch {committed - 1})" in stopped[0]
         assert committed < len(files), "stopped before the input was consumed"
-        ran = _batches_spark_ran(checkpoint, files)
+        ran = batches_spark_ran(checkpoint, files)
         assert len(ran) == committed, "a batch was planned but not run: the stop cut it"
         # every batch Spark ran, no-data ones included: no trailing one added
         offline = Runner(Accumulator, time=TIME, no_data_batches=False).run(ran)

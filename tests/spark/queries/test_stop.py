@@ -19,8 +19,8 @@ import pytest
 from sparkwax.testing import run
 from sparkwax.testing.reference import Accumulator
 
-from kit import commits
-from test_kill_recovery import APP, TIME, _batches_spark_ran, _make_input
+from kit import batches_spark_ran, commits
+from test_kill_recovery import APP, TIME, _make_input
 
 import random
 
@@ -62,7 +62,7 @@ def _resume_and_compare(spark, tmp: Path, files, *, submit: bool = False) -> Non
         assert process.returncode == 0 and "done" in out, err[-3000:]
     finally:
         _kill(process)
-    ran = _batches_spark_ran(tmp / "ck", files)
+    ran = batches_spark_ran(tmp / "ck", files)
     offline = run(Accumulator, ran, time=TIME)
     outputs = Counter(tuple(r) for r in spark.read.parquet(str(tmp / "out")).collect())
     assert outputs == Counter((key, *value) for key, value in offline.outputs)

@@ -20,24 +20,11 @@ from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 from sparkwax.testing.reference import Accumulator, Counter, TransitionRecorder
 from sparkwax.testing.strategies import keyed_items, scripts, timestamped_items
 
-from kit import at, recorder_commands
+from kit import PassThrough, at, recorder_commands
 
 RECORDER_COMMANDS = recorder_commands()
 
 TIME = sw.EventTime("ts", watermark="2 minutes")
-
-
-class PassThrough(sw.StatefulLogic):
-    """Emits each item as it is and holds no state (DISCARD)."""
-
-    def __init__(self, resume=None):
-        pass
-
-    def on_item(self, value):
-        return [value], sw.DISCARD
-
-    def snapshot(self):
-        return None
 
 
 def recorder(step_id="rec"):

@@ -34,8 +34,9 @@ SPARK_OPERATORS = {
     "transformWithStateInPySparkExec": "transformWithStateInPandas",
 }
 STEP_OPERATOR = "applyInPandasWithState"  # what a sparkwax step runs as
-# ... and a step after another in one query (planning.following), by its
-# names on 4.0 and on 4.1+, its one ValueState named FOLLOWING_STATE
+# ... and a step after another in one query (planning.following), its one
+# ValueState named FOLLOWING_STATE (the name of 4.0 and 4.3, and the plan node's
+# newer one)
 FOLLOWING_OPERATORS = ("transformWithStateInPandasExec", "transformWithStateInPySparkExec")
 
 

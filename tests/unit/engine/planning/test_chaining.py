@@ -34,3 +34,30 @@ def test_a_plan_without_one():
     # a user's own observed metrics with another name are not a step
     assert stateful_operators_in("CollectMetrics mine, [count(1)], 1\n"
                                  "+- FlatMapGroupsInPandasWithState f") == [OTHER]
+
+
+# -- a step after another: what its query needs to start (planning.following) ------------
+
+TWO_STEPS = """\
+~Project [region#33, n#34L]
++- ~CollectMetrics sparkwax:tally, [...], 12
+   +- ~TransformWithStateInPySpark transformWithStateUDF(region#10, ts#30L)#32, 1, [...], Append, NoTime, pandas, false, 0
+      :- ~Project [region#10, region#10, ts#30L]
+      :  +- ~CollectMetrics sparkwax:visits, [...], 5
+      :     +- ~FlatMapGroupsInPandasWithState run_streaming_group(key#0)#8, [key#0], Append, EventTimeTimeout
+      :        +- ~EventTimeWatermark afca90a3, ts#2: timestamp, 2 minutes
+      :           +- StreamingRelation FileSource[/tmp/in], [key#0, region#1, ts#2]
+      +- LocalRelation <empty>
+"""  # noqa: E501
+
+
+def test_a_query_of_two_steps_holds_a_following_step_and_only_sparkwax_operators():
+    from sparkwax.engine.planning.chaining import holds_following_step, only_sparkwax_stateful
+
+    assert stateful_operators_in(TWO_STEPS) == ["tally", "visits"]
+    assert holds_following_step(TWO_STEPS) and not holds_following_step(ONE_STEP)
+    assert only_sparkwax_stateful(TWO_STEPS)
+    aggregated = "~Aggregate [region#1], [region#1, count(1) AS n#5L]\n+- " + TWO_STEPS
+    assert not only_sparkwax_stateful(aggregated)  # Spark's own check stays on
+    bare_tws = TWO_STEPS.replace("~CollectMetrics sparkwax:tally, [...], 12\n   +- ", "")
+    assert not only_sparkwax_stateful(bare_tws)  # a transformWithState not a sparkwax step

@@ -1,0 +1,83 @@
+"""The GroupState a host sees inside transformWithStateInPandas
+(``hosts.tws``): what it writes to the ValueState row and to Spark's timers.
+Whatever a host does, call after call, a key has at most one timer
+registered, and it is the one its row records (none left behind to fire)."""
+
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from sparkwax.engine.hosts.tws import TwsGroupState, _Clock, _Timers, _Value
+
+
+def call(value, timers, *, timed_out=False, act=None, timeout=None, duration=None):
+    state = TwsGroupState(value, timers, _Clock(), timed_out=timed_out)
+    if act == "update":
+        state.update((b"s", 7))
+    elif act == "remove":
+        state.remove()
+    if timeout is not None:
+        state.setTimeoutTimestamp(timeout)
+    if duration is not None:
+        state.setTimeoutDuration(duration)
+    state.finish()
+    return state
+
+
+def test_an_update_with_a_timeout_registers_it_and_a_new_one_replaces_it():
+    value, timers = _Value(), _Timers()
+    call(value, timers, act="update", timeout=500)
+    assert value.row == (b"s", 7, 500) and timers.registered == [500]
+    call(value, timers, act="update", timeout=900)
+    assert value.row == (b"s", 7, 900) and timers.registered == [900]
+    call(value, timers, act="update", timeout=900)  # the same: not registered twice
+    assert timers.registered == [900]
+
+
+def test_an_update_without_a_timeout_deletes_the_timer_as_groupstate_clears_it():
+    value, timers = _Value(), _Timers()
+    call(value, timers, act="update", timeout=500)
+    call(value, timers, act="update")
+    assert value.row == (b"s", 7, None) and timers.registered == []
+
+
+def test_a_remove_clears_the_row_and_its_timer():
+    value, timers = _Value(), _Timers()
+    call(value, timers, act="update", timeout=500)
+    state = call(value, timers, act="remove")
+    assert value.row is None and timers.registered == [] and not state.exists
+
+
+def test_a_duration_counts_from_the_batchs_processing_time():
+    value, timers = _Value(), _Timers()
+    call(value, timers, act="update", duration=250)
+    assert timers.registered == [1_250]  # _Clock's processing time is 1,000 ms
+
+
+def test_a_fired_timer_is_not_deleted_again_and_the_row_forgets_it():
+    value, timers = _Value(), _Timers()
+    call(value, timers, act="update", timeout=500)
+    timers.registered.remove(500)  # Spark fired it (and dropped it)
+    state = call(value, timers, timed_out=True)
+    assert state.hasTimedOut and state.get == (b"s", 7)
+    assert value.row == (b"s", 7, None) and timers.registered == []
+
+
+CALLS = st.lists(st.fixed_dictionaries({
+    "act": st.sampled_from([None, "update", "remove"]),
+    "timeout": st.one_of(st.none(), st.integers(0, 5)),
+    "fire": st.booleans(),  # Spark fires the key's timer before this call
+}), max_size=12)
+
+
+@given(CALLS)
+def test_one_timer_at_most_and_it_is_the_rows(calls):
+    value, timers = _Value(), _Timers()
+    for step in calls:
+        fired = step["fire"] and bool(timers.registered)
+        if fired:
+            timers.registered.clear()
+        call(value, timers, timed_out=fired, act=step["act"],
+             timeout=step["timeout"] if step["act"] == "update" else None)
+        recorded = None if value.row is None else value.row[-1]
+        assert timers.registered == ([] if recorded is None else [recorded])
