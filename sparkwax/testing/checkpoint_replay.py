@@ -173,6 +173,12 @@ def replay(checkpoint: str, builder: Union[Builder, Step], *, key: KeySpec,
     from ..engine.checkpoints.batch_history import output_type, read_inputs, read_plan, read_sink
 
     spark = active_session(spark, "replay")
+    from ..engine.checkpoints.state.asked import one_step_operator
+    from ..engine.checkpoints.storage import storage_for
+
+    one_step_operator(storage_for(spark), checkpoint, (
+        "replay replays a one-step query (the sink holds the last step's rows, of the "
+        "others' inputs); test its steps offline with sparkwax.testing.run_flow"))
     keys = [key] if isinstance(key, str) else list(key)
     if not keys:
         raise ConfigError("replay: key must name at least one column")

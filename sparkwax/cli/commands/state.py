@@ -112,7 +112,25 @@ def _show(args: argparse.Namespace) -> int:
     print_table(["key", "snapshot", "bytes", "next timer"] + (["deadline"] if deadlines else []),
                 rows)
     print(summary_line(summary, len(entries), args.key))
+    others = _other_steps(spark, args.checkpoint, args.operator)
+    if others:
+        print(others)
     return 0
+
+
+def _other_steps(spark: Any, checkpoint: str, shown: int) -> Optional[str]:
+    """The line naming the other steps' operators of a query of several
+    steps (None for one step)."""
+    from ...engine.checkpoints.state.asked import operator_ids
+    from ...engine.checkpoints.storage import storage_for
+
+    present = operator_ids(storage_for(spark), checkpoint)
+    if len(present) < 2:
+        return None
+    rest = ", ".join(str(n) for n in present if n != shown)
+    return (f"operator {shown} of {len(present)}: its query runs {len(present)} steps (Spark "
+            f"numbers the last step 0); --operator {rest} shows the "
+            f"{'other' if len(present) == 2 else 'others'}")
 
 
 def key_not_found(checkpoint: str, key: str, summary: Dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from ...errors import ConfigError
 from ...logic import Builder
 from ...step import Step, StepOptions, as_step
 from .snapshots import active_session, is_packed, last_watermark_ms, packed_blobs, state_frame
+from .state.asked import one_step_operator
 from .diagnose import explained, read_steps
 from ..hosts.columns import plain_key
 from ..hosts.outputs import OutputBuilder
@@ -77,14 +78,17 @@ def _packed_key_type(spark: Any, checkpoint: str, key_schema: Optional[str],
 
 
 def finish(checkpoint: str, *, builder: Union[Builder, Step, None] = None,
-           step: Optional[Step] = None, operator_id: int = 0,
+           step: Optional[Step] = None, operator_id: Optional[int] = None,
            key_schema: Optional[str] = None, spark: Any = None,
            **options: Unpack[StepOptions]) -> Any:
     """End a checkpointed stream: for every live key, restore from the
     checkpoint's snapshot, fire a due timer, call ``on_eof``; return the
     outputs as a DataFrame (key columns, then ``output_schema``). ``now`` is
     the watermark the next micro-batch would have had (EventTime) or the wall
-    clock (ProcessingTime). The checkpoint is not modified. ``spark``
+    clock (ProcessingTime). The checkpoint is not modified. A query of
+    several steps is finished one step at a time: ``operator_id=`` picks it
+    (the last step is 0), and an earlier step's ``on_eof`` emits do not
+    reach the later ones. ``spark``
     defaults to the active session. The step options as for
     ``sparkwax.stateful`` (docs/guide.md, "Step options"): a step started
     with ``ttl=`` needs the same ``ttl=`` here (its snapshots hold the ttl's
@@ -100,6 +104,10 @@ def finish(checkpoint: str, *, builder: Union[Builder, Step, None] = None,
     step = as_step(builder, step=step, **options)
     step_id = step.step_id
     spark = active_session(spark, "finish")
+    if operator_id is None:
+        operator_id = one_step_operator(storage_for(spark), checkpoint, (
+            "finish ends one step: give operator_id= (its on_eof emits do not reach the "
+            "steps after it)"))
     frame = state_frame(spark, checkpoint, operator_id=operator_id)
     schema = parse_schema(frame, step.output_schema, step_id)
     driver = Driver(step)

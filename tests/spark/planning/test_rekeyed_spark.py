@@ -10,12 +10,12 @@ import pytest
 
 import sparkwax as sw
 from sparkwax.engine.spark_version import has_transform_with_state
-from sparkwax.testing import Batch, Crash, run_flow
+from sparkwax.testing import Batch, Crash, replay, run_flow
 from sparkwax.testing.reference import Accumulator
 from sparkwax.engine.checkpoints.snapshots import read_entries
 from sparkwax.testing.spark import run_plan_on_spark
 
-from kit import at, each_spark_host_with_buckets, per_key
+from kit import at, each_spark_host_with_buckets, per_key, state_cli
 
 pytestmark = [pytest.mark.spark, pytest.mark.lines]
 
@@ -119,13 +119,27 @@ def _as_stored(snapshot):
     return tuple(snapshot) if isinstance(snapshot, list) else snapshot
 
 
-def test_rescale_refuses_a_query_of_two_steps(spark, tmp_path):
+def test_the_state_tools_on_a_query_of_two_steps(spark, tmp_path, capsys):
+    tally = sw.Step.of(Tally, step_id="tally", output_schema="n long")
+
     def plan(stream):
         visits = sw.stateful(stream, key="key", step=FIRST)
-        return sw.stateful(visits.select("region", "ts", "value"), key="region",
-                           step=sw.Step.of(Tally, step_id="tally", output_schema="n long"))
+        return sw.stateful(visits.select("region", "ts", "value"), key="region", step=tally)
 
     run_plan_on_spark(spark, plan, SCRIPT[:1], input_schema=INPUT, workdir=str(tmp_path),
                       metrics_of="tally")
+    checkpoint = str(tmp_path / "checkpoint")
     with pytest.raises(sw.RescaleError, match="its query runs 2 stateful steps"):
-        sw.rescale(str(tmp_path / "checkpoint"), partitions=3)
+        sw.rescale(checkpoint, partitions=3)
+    with pytest.raises(sw.ConfigError, match="runs 2 stateful steps .* finish ends one step: "
+                                             "give operator_id="):
+        sw.finish(checkpoint, step=tally)
+    assert sorted(tuple(r) for r in sw.finish(checkpoint, step=tally, operator_id=0).collect()) \
+        == []  # Tally has no on_eof
+    with pytest.raises(sw.ConfigError, match="replay replays a one-step query"):
+        replay(checkpoint, tally, key="region", source_format="json")
+    assert state_cli(["show", checkpoint]) == 0
+    shown = capsys.readouterr().out
+    assert "'eu'" in shown and "--operator 1 shows the other" in shown
+    assert state_cli(["show", checkpoint, "--operator", "1"]) == 0
+    assert "'u1'" in capsys.readouterr().out

@@ -64,6 +64,18 @@ def require_step_state(store: Any, checkpoint: str, operator_id: Any) -> int:
     return number
 
 
+def one_step_operator(store: Any, checkpoint: str, what: str) -> int:
+    """The operator of a one-step query's state (0), or a ConfigError when
+    the query runs several steps (a step after another, planning.following):
+    ``what`` works one step at a time, and says how to pick one."""
+    present = operator_ids(store, checkpoint)
+    if len(present) > 1:
+        raise ConfigError(f"{checkpoint}: its query runs {len(present)} stateful steps "
+                          f"(operators {_listed(present)}; Spark numbers the last step 0); "
+                          f"{what}")
+    return 0
+
+
 def not_a_step_message(checkpoint: str, number: int, name: str) -> str:
     """The error for another Spark operator's state.
 
@@ -179,6 +191,6 @@ def _listed(numbers: List[int]) -> str:
 
 
 __all__ = ["FOLLOWING_OPERATORS", "SPARK_OPERATORS", "STEP_OPERATOR", "committed_batches",
-           "is_following_step", "not_a_step_message", "operator_ids", "operator_metadata",
+           "is_following_step", "not_a_step_message", "one_step_operator", "operator_ids", "operator_metadata",
            "operator_name", "require_committed_batch", "require_step_state",
            "whole_number"]
