@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import sparkwax as sw
 import sparkwax.operators as ops
-from sparkwax.testing import Batch, Eof, run_flow
+from sparkwax.testing import Batch, Crash, Eof, Tick, run_flow
 
 from kit import T0
 
@@ -160,20 +160,30 @@ def port_items(events: Sequence[dict]) -> List[Tuple[str, dict]]:
     return [(e["user"], {k: v for k, v in e.items() if k != "user"}) for e in events]
 
 
+def script(batches: Sequence[Sequence[dict]], *, eof: bool, crash_after: Sequence[int] = ()
+           ) -> List[Any]:
+    """The port's script of ``batches`` of events: a ``Batch`` each, then
+    ``Eof()`` if ``eof``. After each batch number in ``crash_after``, a
+    ``Tick()`` and a ``Crash()``: Spark's harness stops a query after
+    ``processAllAvailable``, which runs the no-data batch that fires the
+    timers the last batch made due (the harness skips the Tick: Spark runs
+    it itself)."""
+    steps: List[Any] = []
+    for number, batch in enumerate(batches):
+        steps.append(Batch(port_items(batch)))
+        if number in crash_after:
+            steps += [Tick(), Crash()]
+    if eof:
+        steps.append(Eof())
+    return steps
+
+
 def offline(batches: Sequence[Sequence[dict]], *, eof: bool, crash_after: Sequence[int] = ()
             ) -> Any:
-    """``run_flow`` of the port over ``batches`` of events (then ``Eof()``
-    if ``eof``; a ``Crash()`` after each batch number in ``crash_after``)."""
-    from sparkwax.testing import Crash
-
-    script: List[Any] = []
-    for number, batch in enumerate(batches):
-        script.append(Batch(port_items(batch)))
-        if number in crash_after:
-            script.append(Crash())
-    if eof:
-        script.append(Eof())
-    return run_flow(script, FIRST_VISITS, by_region, VISITS)
+    """``run_flow`` of the port over ``script(batches, ...)``: one
+    ``RunResult`` per step."""
+    return run_flow(script(batches, eof=eof, crash_after=crash_after),
+                    FIRST_VISITS, by_region, VISITS)
 
 
 # -- shapes --------------------------------------------------------------------------------
