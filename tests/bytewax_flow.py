@@ -214,16 +214,17 @@ def sparkwax_windows(result: Any) -> Dict[str, list]:
 def batches(count: int = 6, size: int = 10, seed: int = 41) -> List[List[dict]]:
     """``count`` batches of events in arrival order. Each batch: ``size``
     visits about one a minute, each up to four minutes behind the latest
-    before it (out of order inside windows); from the second batch on it
-    starts with two more visits of new pages: one late, 10 to 50 s behind
-    ``WAIT`` before its region's latest first visit so far (late in both systems:
+    before it (out of order inside windows); from the second batch on, first
+    two more visits of new pages: one late, 10 to 50 s more than ``WAIT``
+    behind its region's latest first visit so far (late in both systems:
     behind Bytewax's clock of the region, and behind Spark's watermark, the
-    latest of the batches before minus ``WAIT``), one nearly late, 10 to 50 s
-    ahead of ``WAIT`` before the latest first visit of any region (on time
-    in both; a duplicate visit never reaches the window step). No two events share a time (a window folds in
-    time order), and no time sits on a whole minute, so no window closes at
-    exactly a watermark, and Bytewax's clock, which also moves with the
-    system time, is seconds away from closing a window early."""
+    batches before's latest minus ``WAIT``), and one nearly late, 10 to 50 s
+    less than ``WAIT`` behind the latest first visit of any region (on time
+    in both; a duplicate visit never reaches the window step). No two events
+    share a time (a window folds in time order), and no time sits on a whole
+    minute, so no window closes at exactly a watermark, and Bytewax's clock,
+    which also moves with the system time, is seconds away from closing a
+    window early."""
     rng = random.Random(seed)
     users = sorted(REGIONS)
     out: List[List[dict]] = []
