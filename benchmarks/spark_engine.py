@@ -70,6 +70,12 @@ Variants (each stateful one keeps a running count per key):
                    ValueState (one deleteTimer + one registerTimer per key).
                    Spark's no-data batches are off (the watermark would add a
                    second batch per file).
+* ``sw-tws-per-item``, ``sw-packed-tws-per-item`` ``sw-per-item`` and
+                   ``sw-packed-per-item`` on the host a step after another
+                   runs on (transformWithStateInPandas around the same host;
+                   an empty ``seed=`` puts a first step there); RocksDB.
+* ``sw-2step``, ``sw-2step-packed`` two steps in one query: a pass-through
+                   (each value on, no state), then ``Count``; RocksDB.
 * ``bytewax``      Bytewax 0.21.1 (``run_main``, one worker, in this process)
                    running the same ``Count`` class (``op.stateful``) over the
                    same items as round 0's micro-batch (key as str); its
@@ -143,6 +149,19 @@ class Count(StatefulLogic):
     def snapshot(self):
         return self.n
 
+
+
+class Forward(StatefulLogic):
+    """Passes each value on and keeps nothing (the first of sw-2step's steps)."""
+
+    def __init__(self, resume=None):
+        pass
+
+    def on_item(self, value):
+        return [(value,)], DISCARD
+
+    def snapshot(self):
+        return None
 
 
 def bare_count_timer(key, pdfs, state):
@@ -347,10 +366,13 @@ def jvm_pid(spark):
 
 
 PER_KEY = {"bare", "bare-again", "sparkwax", "sw-per-item", "tws", "bare-timer",
-           "sparkwax-timer", "tws-timer"}
+           "sparkwax-timer", "tws-timer", "sw-tws-per-item", "sw-2step"}
+# the hosts of a step after another (transformWithStateInPandas: RocksDB only)
+FOLLOWING = {"sw-tws-per-item", "sw-packed-tws-per-item", "sw-2step", "sw-2step-packed"}
 VARIANTS = ["bare", "bare-again", "sparkwax", "sw-packed", "sw-packed-rows", "sw-per-item",
             "sw-packed-per-item", "bare-packed", "bare-prepacked", "groupBy.count", "tws",
-            "bare-timer", "sparkwax-timer", "sw-packed-timer", "tws-timer", "bytewax"]
+            "bare-timer", "sparkwax-timer", "sw-packed-timer", "tws-timer", "bytewax",
+            *sorted(FOLLOWING)]
 DEFAULT_VARIANTS = ["bare", "sparkwax", "sw-packed", "bare-packed", "groupBy.count", "tws",
                     "bare-timer", "sparkwax-timer", "sw-packed-timer", "tws-timer"]
 
@@ -417,6 +439,20 @@ def build(spark, variant: str, source: str):
         host = "packed" if variant == "sw-packed-per-item" else "per_key"
         return sw.stateful(stream, key="key", builder=Count, value="v",
                            output_schema="count long", host=host), "append"
+    if variant in ("sw-tws-per-item", "sw-packed-tws-per-item"):
+        # the per-item Count on the host a following step runs on (an empty
+        # seed puts a first step there: the same host, measured alone)
+        host = "packed" if "packed" in variant else "per_key"
+        empty = sw.seed_frame(stream.sparkSession, {}, "key long")
+        return sw.stateful(stream, key="key", builder=Count, value="v",
+                           output_schema="count long", host=host, seed=empty), "append"
+    if variant in ("sw-2step", "sw-2step-packed"):
+        # a pass-through step (each value on, no state), then the per-item Count
+        host = "packed" if variant.endswith("packed") else "per_key"
+        passed = sw.stateful(stream, key="key", builder=Forward, value="v",
+                             output_schema="v long", host=host, step_id="forward")
+        return sw.stateful(passed, key="key", builder=Count, value="v",
+                           output_schema="count long", host=host, step_id="count"), "append"
     if variant == "bare-packed":
         from pyspark.sql import functions as F
 
@@ -460,7 +496,7 @@ class Query:
         # started with (a session conf of the query's own cloned session).
         provider = "spark.sql.streaming.stateStore.providerClass"
         before = spark.conf.get(provider, None)
-        if variant.startswith("tws"):
+        if variant.startswith("tws") or variant in FOLLOWING:
             spark.conf.set(provider, ROCKSDB)
         try:
             self.query = out.writeStream.format("noop").outputMode(mode) \
