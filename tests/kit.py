@@ -136,6 +136,29 @@ def per_key(result):
     return {key: [tuple(value) for value in values] for key, values in result.by_key.items()}
 
 
+def plain_row_value(value):
+    """A Spark row's value as the offline runner's: Rows as dicts, lists
+    element by element, naive timestamps as UTC (local_session runs in UTC)."""
+    from pyspark.sql import Row
+
+    if isinstance(value, Row):
+        return {k: plain_row_value(v) for k, v in value.asDict(recursive=False).items()}
+    if isinstance(value, list):
+        return [plain_row_value(v) for v in value]
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+def skip_unless_steps_follow(spark):
+    """Skip on a line where no stateful step follows another (3.5: no
+    transformWithStateInPandas; test_chaining_spark.py tests its refusal)."""
+    from sparkwax.engine.spark_version import has_transform_with_state
+
+    if not has_transform_with_state(spark):
+        pytest.skip("Spark 3.5 runs nothing stateful after an applyInPandasWithState")
+
+
 # --- logics -------------------------------------------------------------------------------
 
 

@@ -5,7 +5,6 @@ tests/unit/operators/test_bytewax_family.py (see tests/bytewax_family.py), each 
 
 from __future__ import annotations
 
-import datetime as dt
 
 import pytest
 from pyspark.sql import Row
@@ -20,6 +19,8 @@ from bytewax_family import (  # noqa: E402
     VALUE_STRUCT, WAIT, bytewax_result, family_cases, side_rows, sorted_windows)
 from pyspark import cloudpickle  # noqa: E402
 
+from kit import plain_row_value  # noqa: E402
+
 cloudpickle.register_pickle_by_value(bytewax_family)   # workers cannot import tests/
 
 CASES = {case.name: case for case in family_cases()}
@@ -27,19 +28,9 @@ INPUT = "key string, ts timestamp, x long, seq long"
 TIME = sw.EventTime("ts", watermark=WAIT)
 
 
-def plain(value):
-    if isinstance(value, Row):
-        return {k: plain(v) for k, v in value.asDict(recursive=False).items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    if isinstance(value, dt.datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
-    return value
-
-
 def pair(value):
     """A join's (left, right) from its struct (None for a missing side)."""
-    return (plain(value["left"]), plain(value["right"]))
+    return (plain_row_value(value["left"]), plain_row_value(value["right"]))
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +54,11 @@ def spark_result(case, frames):
     for row in out.collect():   # a key's rows come from one group, in emission order
         if not case.windowed:
             fields = {k: v for k, v in row.asDict().items() if k != "key"}
-            value = pair(row) if case.joined else plain(
+            value = pair(row) if case.joined else plain_row_value(
                 fields["value"] if list(fields) == ["value"] else Row(**fields))
         else:
-            value = (row["window_id"], plain(row["open_time"]), plain(row["close_time"]),
-                     pair(row["value"]) if case.joined else plain(row["value"]))
+            value = (row["window_id"], plain_row_value(row["open_time"]), plain_row_value(row["close_time"]),
+                     pair(row["value"]) if case.joined else plain_row_value(row["value"]))
         got.setdefault(row["key"], []).append(value)
     if case.windowed:
         got = {k: sorted_windows(vs) for k, vs in got.items()}

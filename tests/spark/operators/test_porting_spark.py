@@ -31,6 +31,7 @@ from sparkwax.testing.spark import run_script_on_spark
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/
 from docs_blocks import offline_namespace  # noqa: E402
+from kit import skip_unless_steps_follow  # noqa: E402
 
 UTC = timezone.utc
 T0 = datetime(2024, 1, 1, 12, tzinfo=UTC)
@@ -240,10 +241,7 @@ def test_the_original_stops_mid_session_and_the_port_continues_from_its_state(sp
     Spark's state reader gives its state, which seeds the port (``seed=``);
     the port runs the rest of the stream. Every session closes once, with
     the totals of the original run over the whole stream."""
-    from sparkwax.engine.spark_version import has_transform_with_state
-
-    if not has_transform_with_state(spark):
-        pytest.skip("seed= needs Spark 4.0+ (its state reader too)")
+    skip_unless_steps_follow(spark)  # seed= needs transformWithStateInPandas (4.0+)
     batches = batches_of(DOC["script"])
     whole = play(spark, original, batches, str(tmp_path / "whole"), "continuous")
     before = play(spark, original, batches[:2], str(tmp_path / "before"), "continuous")
@@ -273,10 +271,7 @@ def test_on_transform_with_state_a_timer_fires_when_the_watermark_reaches_it(spa
     """The tie (the watermark lands exactly on a's timer) on the host a
     seeded or following step runs on: its timers fire as the per-key host's
     timeouts do, so the port keeps sparkwax's rule (due once reached)."""
-    from sparkwax.engine.spark_version import has_transform_with_state
-
-    if not has_transform_with_state(spark):
-        pytest.skip("transformWithStateInPandas is Spark 4.0+")
+    skip_unless_steps_follow(spark)  # seed= needs transformWithStateInPandas (4.0+)
     empty = sw.seed_frame(spark, {}, "session string")
     tie = batches_of(DOC["tie"])
     for host in ("per_key", "packed"):

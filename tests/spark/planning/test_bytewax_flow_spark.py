@@ -23,20 +23,17 @@ test_bytewax_flow.py compares that with Bytewax at EOF too).
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import replace
 
 import pytest
 from pyspark import cloudpickle
-from pyspark.sql import Row
 
 pytest.importorskip("bytewax.operators")
 
 import bytewax_flow  # noqa: E402
 from bytewax_flow import (  # noqa: E402
     INPUT, batches, far_batch, offline, plan, run_bytewax, script, sparkwax_windows)
-from kit import HOSTS_AND_BUCKETS  # noqa: E402
-from sparkwax.engine.spark_version import has_transform_with_state  # noqa: E402
+from kit import HOSTS_AND_BUCKETS, plain_row_value, skip_unless_steps_follow  # noqa: E402
 from sparkwax.testing.spark import run_plan_on_spark  # noqa: E402
 
 cloudpickle.register_pickle_by_value(bytewax_flow)   # workers cannot import tests/
@@ -49,18 +46,7 @@ BATCHES = EVENTS + [far_batch([e for batch in EVENTS for e in batch])]
 
 @pytest.fixture(autouse=True)
 def _a_line_that_chains(spark):
-    if not has_transform_with_state(spark):  # 3.5: the refusal (test_chaining_spark.py)
-        pytest.skip("Spark 3.5 runs nothing stateful after an applyInPandasWithState")
-
-
-def _plain(value):
-    if isinstance(value, Row):
-        return {k: _plain(v) for k, v in value.asDict(recursive=False).items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dt.datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
-    return value
+    skip_unless_steps_follow(spark)
 
 
 @pytest.mark.parametrize("host, buckets, crash_after", [
@@ -72,7 +58,7 @@ def test_one_streaming_query_closes_what_bytewax_closes(spark, tmp_path, host, b
                                script(BATCHES, eof=False, crash_after=crash_after),
                                input_schema=INPUT, key="user", workdir=str(tmp_path),
                                metrics_of="visits")
-    online.outputs = [(region, tuple(_plain(v) for v in row)) for region, row in online.outputs]
+    online.outputs = [(region, tuple(plain_row_value(v) for v in row)) for region, row in online.outputs]
 
     expected = run_bytewax([e for batch in BATCHES for e in batch], eof=False)
     assert sparkwax_windows(online) == expected.windows

@@ -13,7 +13,7 @@ from sparkwax.testing import Batch, Crash, run
 from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark
 
-from kit import at, each_spark_host_with_buckets, item, per_key
+from kit import at, each_spark_host_with_buckets, item, per_key, skip_unless_steps_follow
 
 pytestmark = [pytest.mark.spark, pytest.mark.lines]
 
@@ -39,8 +39,7 @@ SCRIPT = [
 
 @each_spark_host_with_buckets
 def test_a_seeded_step_streams_as_offline(spark, tmp_path, host, buckets):
-    if not has_transform_with_state(spark):
-        pytest.skip("seed= needs Spark 4.0+ (see the refusal test)")
+    skip_unless_steps_follow(spark)  # (seed= too needs transformWithStateInPandas)
     offline = run(Accumulator, SCRIPT, time=TIME, seed=seeds())
     assert "a" in offline.by_key and "b" in offline.by_key  # seeded keys fired
     online = run_script_on_spark(spark, Accumulator, SCRIPT, input_schema=INPUT,

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkwax.engine.spark_version import has_transform_with_state
 from sparkwax.testing import Batch
 
-from kit import REPO, T0, batches_spark_ran, run_with_kills
+from kit import REPO, T0, batches_spark_ran, run_with_kills, skip_unless_steps_follow
 
 pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
 
@@ -60,8 +59,7 @@ def _start(tmp: Path, host: str) -> subprocess.Popen:
 @pytest.mark.slow
 @pytest.mark.parametrize("host", ["per_key"] if TIER else ["per_key", "packed"])
 def test_two_steps_restart_after_sigkill_exactly_once(spark, tmp_path, host):
-    if not has_transform_with_state(spark):
-        pytest.skip("Spark 3.5 runs nothing stateful after an applyInPandasWithState")
+    skip_unless_steps_follow(spark)
     rng = random.Random(f"flow-{host}")
     files = _make_input(tmp_path / "in", rng)
     killed_after = run_with_kills(lambda: _start(tmp_path, host), tmp_path / "ck",
