@@ -56,20 +56,24 @@ def progress_line(name: str, progress: Mapping[str, Any], width: int = 0) -> str
 
 
 def printer(out: Optional[TextIO] = None) -> Say:
-    """A line printer: rich's console on an interactive terminal, else plain lines."""
-    out = out or sys.stderr
-    if out.isatty():
+    """A line printer: rich's console on an interactive terminal, else plain
+    lines. With no ``out``, each line goes to the ``sys.stderr`` of when it
+    is printed: a signal's line for a query started earlier never goes to a
+    stream closed since (a replaced ``sys.stderr``, a test's capture)."""
+    target = out or sys.stderr
+    if target.isatty():
         try:
             from rich.console import Console
 
-            console = Console(file=out, highlight=False, soft_wrap=True)
+            console = Console(file=target, highlight=False, soft_wrap=True)
             return lambda line: console.print(line, markup=False)
         except ImportError:  # rich is optional for the engine
             pass
 
     def say(line: str) -> None:
-        out.write(line + "\n")
-        out.flush()
+        stream = out or sys.stderr
+        stream.write(line + "\n")
+        stream.flush()
     return say
 
 

@@ -150,3 +150,21 @@ def test_an_idle_report_is_not_a_batch_line():
     assert lines == []
     follower.push("q", _progress(1, 0))
     assert len(lines) == 1 and "batch   1" in lines[0]
+
+
+def test_a_printer_without_a_stream_writes_to_the_stderr_of_each_line(monkeypatch):
+    """A query's printer outlives the stream it was made under (a signal
+    for an earlier query, a closed test capture): each line goes to the
+    ``sys.stderr`` of its own moment."""
+    import io
+
+    from sparkwax.engine.queries.progress import printer
+
+    first = io.StringIO()
+    monkeypatch.setattr("sys.stderr", first)
+    say = printer()
+    first.close()
+    second = io.StringIO()
+    monkeypatch.setattr("sys.stderr", second)
+    say("sparkwax: SIGINT: stopping")
+    assert second.getvalue() == "sparkwax: SIGINT: stopping\n"
