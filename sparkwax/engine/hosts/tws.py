@@ -46,7 +46,7 @@ class TwsGroupState:
         self.timers = timers      # the StatefulProcessorHandle (registerTimer, deleteTimer)
         self.clock = clock        # the call's TimerValues
         self.hasTimedOut = timed_out
-        stored = value.get() if value.exists() else None
+        stored = value.get()  # None when absent (one state-server call, not exists() too)
         self._row: Optional[Tuple[Any, ...]] = None if stored is None else tuple(stored)[:-1]
         # a fired timer is gone from Spark's store: nothing to delete then
         self._registered = None if stored is None or timed_out else _ms(tuple(stored)[-1])
@@ -193,9 +193,6 @@ class _Value:
 
     def __init__(self) -> None:
         self.row: Optional[Tuple[Any, ...]] = None
-
-    def exists(self) -> bool:
-        return self.row is not None
 
     def get(self) -> Optional[Tuple[Any, ...]]:
         return self.row
