@@ -66,9 +66,20 @@ def stateful_operators(df: Any) -> List[str]:
     try:
         if is_connect(df.sparkSession):
             return _operators(_connect_marks(df._plan))
-        return stateful_operators_in(str(df._jdf.queryExecution().logical().toString()))
     except Exception:  # pragma: no cover (a PySpark that moved the plan's API)
         return []
+    text = plan_text(df)
+    return [] if text is None else stateful_operators_in(text)
+
+
+def plan_text(df: Any) -> Optional[str]:
+    """A classic session's logical plan of ``df`` as text (the JVM's
+    ``queryExecution().logical()``); None where it cannot be read (Spark
+    Connect, a PySpark that moved that API)."""
+    try:
+        return str(df._jdf.queryExecution().logical().toString())
+    except Exception:
+        return None
 
 
 def _operators(marks: Iterable[Optional[str]]) -> List[str]:
@@ -172,4 +183,4 @@ def after_steps(df: Any, step_id: str, *, two_clocks: bool = False) -> List[str]
 
 
 __all__ = ["OTHER", "after_steps", "holds_following_step", "only_sparkwax_stateful",
-           "stateful_operators", "stateful_operators_in"]
+           "plan_text", "stateful_operators", "stateful_operators_in"]

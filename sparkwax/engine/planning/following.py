@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Sequence
 from ..deploy.shipping import ship_function
 from ..hosts.host import NO_TIMEOUT
 from ..hosts.tws import TwsProcessor, as_stateful_processor
-from .chaining import holds_following_step, only_sparkwax_stateful
+from .chaining import holds_following_step, only_sparkwax_stateful, plan_text
 from .schemas import STEP_METADATA, UPSTREAM_METADATA
 
 TIME_MODES = {NO_TIMEOUT: "None", "EventTimeTimeout": "EventTime",
@@ -73,7 +73,7 @@ def start_confs(frame: Any) -> Iterator[None]:
     (Spark keeps them with the query; the provider also in its checkpoint):
     RocksDB state, and no late-rows check when every stateful operator is a
     sparkwax step. Nothing changes for other queries."""
-    plan = _plan_text(frame)
+    plan = plan_text(frame)
     if plan is None or not holds_following_step(plan):
         yield
         return
@@ -92,13 +92,6 @@ def start_confs(frame: Any) -> Iterator[None]:
                 conf.unset(name)
             else:
                 conf.set(name, value)
-
-
-def _plan_text(frame: Any) -> Any:
-    try:
-        return str(frame._jdf.queryExecution().logical().toString())
-    except Exception:  # Spark Connect (no following step there) or a moved API
-        return None
 
 
 __all__ = ["CORRECTNESS_CONF", "PROVIDER_CONF", "ROCKSDB", "TIME_MODES", "start_confs",
