@@ -158,6 +158,17 @@ def by_batch(progresses: Iterable[Mapping[str, Any]], step_id: Optional[str] = N
     return found
 
 
+def stage_counts(stage_ids: Iterable[str]) -> Dict[str, StepMetrics]:
+    """Zero counts for each stage of a chained step (none for another step)."""
+    return {stage: StepMetrics() for stage in stage_ids}
+
+
+def add_stages(into: Dict[str, StepMetrics], counts: Iterable[StepMetrics]) -> None:
+    """Add a chained step's stage counts (in stage order) to ``into``'s."""
+    for (stage, total), more in zip(list(into.items()), counts):
+        into[stage] = total + more
+
+
 def _as_mapping(row: Observed) -> Mapping[str, Any]:
     """An observed-metrics entry: a Spark ``Row`` (classic sessions) or a mapping."""
     return row.asDict() if hasattr(row, "asDict") else row

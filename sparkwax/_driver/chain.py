@@ -25,16 +25,29 @@ on; at EOF each stage gets its upstream's ``on_eof`` emits, then its own
 ``on_eof()``. A stage's DISCARD drops that stage's logic (a fresh one for
 its next item); the chain discards when no stage holds a logic. Its
 snapshot is ``{stage id: snapshot}`` of the stages holding one.
+
+Each stage has its own counts (``Activations.stages``, a host's progress
+under ``sparkwax-stage:<step id>/<stage id>``, ``RunResult.stage_metrics``),
+by the step's counting rule applied to the stage: the items it was handed,
+its emits, its timers fired and the time in its callbacks; a key is created
+(discarded) in a stage whose snapshot it had not (had) before the
+activation and has (has not) after it. No stage sees a late row: the
+chained step drops and counts them before the first stage.
+
+>>> result.stage_metrics["evens"].emits, result.stage_metrics["count"].rows_in
+(2, 2)
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..clock import current_clock
 from ..errors import ConfigError
 from ..logic import Builder, Logic
+from ..metrics import StepMetrics
 from ..step import Step
 from ..step_fields import builder_name, uses_deadlines
 from ..timers import from_epoch_ms
@@ -59,12 +72,13 @@ class Chain:
         self.stage_ids = tuple(stage.step_id for stage in self.stages)
         self.__qualname__ = ">".join(builder_name(stage.builder) for stage in self.stages)
         self._drivers: Optional[Tuple["Driver", ...]] = None
+        self._counts: Optional[StageCounts] = None
 
     def __call__(self, resume: Any) -> "ChainLogic":
         return ChainLogic(self, resume)
 
     def __getstate__(self) -> Dict[str, Any]:
-        return {**self.__dict__, "_drivers": None}
+        return {**self.__dict__, "_drivers": None, "_counts": None}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Chain) and other.stages == self.stages
@@ -83,6 +97,62 @@ class Chain:
 
             self._drivers = tuple(Driver(stage) for stage in self.stages)
         return self._drivers
+
+    @property
+    def counts(self) -> "StageCounts":
+        """The stages' counts since the driver last took them (this process's)."""
+        if self._counts is None:
+            self._counts = StageCounts(len(self.stages))
+        return self._counts
+
+
+class StageCounts:
+    """Each stage's counts since the last ``take`` (``ChainLogic`` adds the
+    items, emits, timers and time of its passes; the driver, which sees an
+    activation's start and end, adds each key's stages held before and after).
+
+    >>> counts = StageCounts(2)
+    >>> counts.keys((True, False), (False, True))
+    >>> [(m.keys_created, m.keys_discarded) for m in counts.take()]
+    [(0, 1), (1, 0)]
+    """
+
+    __slots__ = ("rows", "fired", "emits", "nanos", "created", "discarded")
+
+    def __init__(self, stages: int) -> None:
+        self.rows, self.fired, self.emits, self.nanos, self.created, self.discarded = (
+            [0] * stages for _ in range(6))
+
+    def keys(self, before: Sequence[bool], after: Sequence[bool]) -> None:
+        """One key's activation: the stages holding its state before and after
+        (the counting rule of ``results.summed``, stage by stage)."""
+        if before == after:  # (most activations: a call less)
+            return
+        for index, (had, has) in enumerate(zip(before, after)):
+            if has and not had:
+                self.created[index] += 1
+            elif had and not has:
+                self.discarded[index] += 1
+
+    def take(self) -> Tuple[StepMetrics, ...]:
+        """The stages' counts, in stage order, from zero again."""
+        taken = tuple(StepMetrics(rows, 0, fired, created, discarded, emits, nanos // 1000)
+                      for rows, fired, created, discarded, emits, nanos in zip(
+                          self.rows, self.fired, self.created, self.discarded, self.emits,
+                          self.nanos))
+        self.__init__(len(self.rows))  # type: ignore[misc]
+        return taken
+
+
+def stages_held(chain: Chain, logic: Optional[Logic]) -> Tuple[bool, ...]:
+    """Which of the chain's stages hold state in a key's ``logic`` (the
+    chain's, maybe in the step's ttl or state-limit wrapper; None: none)."""
+    inner: Any = logic
+    while getattr(type(inner), "forwards_deadlines", False):  # ttl, state limit
+        inner = inner.inner
+    if inner is None:
+        return (False,) * len(chain.stages)
+    return tuple(stage is not None for stage in inner.logics)
 
 
 class ChainLogic:
@@ -118,17 +188,23 @@ class ChainLogic:
         if notify:  # (the driver calls on_notify inside an activation: it set a clock)
             clock = current_clock()
             now_ms = None if clock is None else clock.now_ms
+        counts = self.chain.counts
         for index, driver in enumerate(self.chain.drivers):
+            started = perf_counter_ns()
             emits: List[Any] = []
             logic = self._logic(index)
             if notify and logic is not None:
-                logic, _ = driver._due_timer(key, logic, driver._next_timer(key, logic),
-                                             now_ms, emits)
+                logic, fired = driver._due_timer(key, logic, driver._next_timer(key, logic),
+                                                 now_ms, emits)
+                counts.fired[index] += fired
             if items:
+                counts.rows[index] += len(items)
                 logic = driver._take(key, logic, items, emits)
             if eof and logic is not None and driver._call(key, logic, "on_eof", emits):
                 logic = None
             self.logics[index] = logic
+            counts.emits[index] += len(emits)
+            counts.nanos[index] += perf_counter_ns() - started
             items = emits
         return items, all(logic is None for logic in self.logics)
 
@@ -193,4 +269,4 @@ def chain(*stages: Union[Step, Builder]) -> Chain:
     return Chain(made)
 
 
-__all__ = ["STAGE_OPTIONS", "Chain", "ChainLogic", "chain"]
+__all__ = ["STAGE_OPTIONS", "Chain", "ChainLogic", "StageCounts", "chain", "stages_held"]

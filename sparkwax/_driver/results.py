@@ -117,7 +117,9 @@ class Activations:
       host arms for it, ``deadlines``: its next ``processing_notify_at``
       (two-clock steps);
     - ``logics``: its live logic (None: no state), for a batch with ``logics``;
-    - ``metrics``: the keys' counts, summed (``summed``).
+    - ``metrics``: the keys' counts, summed (``summed``);
+    - ``stages``: for a chained step (``chain``), each stage's counts, in
+      stage order (empty for any other step).
 
     A host that keeps what ran before a key's error hands its own empty one
     as ``into``: it then holds the keys before the error, and their counts.
@@ -131,6 +133,7 @@ class Activations:
     deadlines: List[Optional[int]] = field(default_factory=list)
     logics: List[Optional[Logic]] = field(default_factory=list)
     metrics: StepMetrics = field(default_factory=StepMetrics)
+    stages: Tuple[StepMetrics, ...] = ()
 
     def one(self) -> Activation:
         """The Activation of a one-key batch with ``snapshots`` (its counts

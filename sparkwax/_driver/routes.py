@@ -18,6 +18,7 @@ from ..clock import Clock, reset_clock, set_clock
 from ..errors import NO_VALUE
 from ..logic import Logic
 from ..timers import Watermark, is_due
+from .chain import stages_held
 from .results import NO_CLOCKS, Activations, Clocks, Columns, EventTimes, KeyBatch, summed
 from .steps import Run, Steps
 
@@ -54,7 +55,12 @@ class Routes(Steps):
         ([[1], [1, 2]], 3, 2)
         """
         acts = Activations() if into is None else into
-        if self._plain and self.two_clocks is False and batch.event_times is None \
+        if self._chain is not None:  # its keys' stages are counted on the general route
+            try:
+                self._each_key(batch, clocks, acts)
+            finally:
+                acts.stages = self._chain.counts.take()
+        elif self._plain and self.two_clocks is False and batch.event_times is None \
                 and batch.order is None and batch.logics is None and not batch.eof \
                 and not batch.bounded and not batch.read_columns and not batch.snapshots:
             self._plain_keys(batch, clocks.now_ms, acts)
@@ -97,7 +103,7 @@ class Routes(Steps):
         started = perf_counter_ns()
         now_ms = clocks.now_ms
         live, keep = batch.logics is not None, batch.snapshots
-        plain = self._plain and not batch.eof and not batch.bounded
+        plain = self._plain and not batch.eof and not batch.bounded and self._chain is None
         bounded, read = batch.bounded, batch.read_columns
         fired = late = deadlines_fired = 0
         add_emits, add_state, add_timer = acts.emits.append, acts.states.append, \
@@ -202,6 +208,8 @@ class Routes(Steps):
                 logic, timer = self._restore(key, stored, committed_timer)
             else:
                 timer = self._next_timer(key, logic)
+            chain = self._chain
+            held = None if chain is None else stages_held(chain, logic)
             values, times, ordered = self._arrange_ordered(key, values, times, order,
                                                            batch.ascending)
             logic, emits, late, fired, touched, deadlines_fired = self._run(
@@ -209,6 +217,8 @@ class Routes(Steps):
                 processing_ms=processing_ms, ordered=ordered)
             state, timer, snapshot, armed, deadline = self._commit(
                 key, logic, touched, stored, now_ms, batch.logics is None)
+            if chain is not None:
+                chain.counts.keys(held, stages_held(chain, logic))  # type: ignore[arg-type]
         finally:
             reset_clock(token)
         return (emits, state, timer, snapshot, armed, fired, logic, late, deadline,
@@ -242,6 +252,9 @@ class Routes(Steps):
                 if event_times is None else
                 self._bounded_events(key, values, event_times, sides))
             state, timer, snapshot, armed, deadline = self._commit(key, logic, True, None, None)
+            if self._chain is not None:  # a bounded key starts with no state
+                self._chain.counts.keys(stages_held(self._chain, None),
+                                        stages_held(self._chain, logic))
         finally:
             reset_clock(token)
         return emits, state, timer, snapshot, armed, fired, logic, late, deadline, 0

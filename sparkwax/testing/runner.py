@@ -26,7 +26,7 @@ from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping,
 from .._driver import Activations, Clocks, Driver, KeyBatch, sorted_keys
 from ..errors import ConfigError, InputError
 from ..logic import Builder, overrides_notify_at
-from ..metrics import StepMetrics
+from ..metrics import StepMetrics, add_stages, stage_counts
 from ..recovery import encode
 from ..schema import OutputSchema
 from ..step import Restore, Step, StepOptions, as_step, restore_mode
@@ -64,6 +64,10 @@ class RunResult:
     metrics: StepMetrics = field(default_factory=StepMetrics)    # counts of the whole run
     batch_metrics: List[StepMetrics] = field(default_factory=list)  # one per micro-batch
     step_id: str = ""  # the step the metrics are of (its name in errors and on Spark)
+    # a chained step's (sw.chain) counts of each stage, by stage id: the whole run's, and
+    # one per micro-batch (empty for any other step)
+    stage_metrics: Dict[str, StepMetrics] = field(default_factory=dict)
+    batch_stage_metrics: List[Dict[str, StepMetrics]] = field(default_factory=list)
 
     @property
     def by_key(self) -> Dict[Any, List[Any]]:
@@ -131,11 +135,13 @@ class Runner:
         self.timeouts: Dict[Any, int] = {}       # key -> what Spark would have armed
         self.deadlines: Dict[Any, int] = {}      # key -> next processing_notify_at (ms)
         self.processing_ms = 0          # EventTime mode: the processing clock
-        self.result = RunResult(step_id=step.step_id)
+        self.result = RunResult(step_id=step.step_id,
+                                stage_metrics=stage_counts(self.driver.stage_ids))
         self._pending_tick = False
         self.no_data_batches = no_data_batches  # False: the script lists every batch (replay)
         self.ended = False              # Eof() ran: the run is over
         self._seeds = dict(seed) if seed else None  # applied at the first micro-batch
+        self._stages = stage_counts(self.driver.stage_ids)  # this batch's, of a chained step
 
     # -- steps ----------------------------------------------------------------
 
@@ -306,6 +312,7 @@ class Runner:
         and counted, as it stays in the outputs."""
         runs = iter(runs)
         counts = StepMetrics()
+        self._stages = stage_counts(self.driver.stage_ids)
         clocks = Clocks(self.now_ms, None if eof else self.processing_ms)  # finish: no processing
         with fewer_collections():
             while True:
@@ -333,6 +340,7 @@ class Runner:
             self.driver.activate_keys(batch, clocks, acts)
         finally:  # what ran before an error is committed (the first error wins)
             self._commit_keys(keys, acts, always)
+            add_stages(self._stages, acts.stages)
         return acts.metrics
 
     def _commit_keys(self, keys: Sequence[Any], acts: Activations, always: bool) -> None:
@@ -386,6 +394,9 @@ class Runner:
     def _end_batch(self, counts: StepMetrics) -> None:
         self.result.batch_metrics.append(counts)
         self.result.metrics += counts
+        if self._stages:
+            self.result.batch_stage_metrics.append(self._stages)
+            add_stages(self.result.stage_metrics, self._stages.values())
 
     def _set_now(self, now: Optional[datetime]) -> None:
         """``now=``: the processing time (in EventTime mode, where ``now_ms``
@@ -461,7 +472,7 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
     groups: Dict[Any, List[Any]] = {}
     for key, value in items:
         groups.setdefault(key, []).append(value)
-    result = RunResult(step_id=step.step_id)
+    result = RunResult(step_id=step.step_id, stage_metrics=stage_counts(driver.stage_ids))
     for key in sorted_keys(list(groups)):
         values = groups[key]
         acts = driver.activate_keys(KeyBatch([key], [values], bounded=True, read_columns=True,
@@ -473,11 +484,14 @@ def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
         result.late += acts.metrics.rows_late
         result.activations += 1
         result.metrics += acts.metrics
+        add_stages(result.stage_metrics, acts.stages)
         if acts.states[0] is not None:
             result.snapshots[key] = acts.snapshots[0]
             if acts.timers[0] is not None:
                 result.timers[key] = from_epoch_ms(acts.timers[0])
     result.batch_metrics.append(result.metrics)
+    if result.stage_metrics:
+        result.batch_stage_metrics.append(dict(result.stage_metrics))
     return result
 
 
