@@ -21,6 +21,7 @@ from .errors import ConfigError
 
 PREFIX = "sparkwax:"
 INPUT_SUFFIX = "#in"  # the rows entering a step, counted before Spark's stateful operator
+STAGE_PREFIX = "sparkwax-stage:"  # a chained step's stage: sparkwax-stage:<step id>/<stage id>
 
 
 class _Row(Protocol):
@@ -169,9 +170,46 @@ def add_stages(into: Dict[str, StepMetrics], counts: Iterable[StepMetrics]) -> N
         into[stage] = total + more
 
 
+def stage_name(step_id: str, stage_id: str) -> str:
+    """The ``observedMetrics`` name of a chained step's stage.
+
+    >>> stage_name("visits", "dedupe")
+    'sparkwax-stage:visits/dedupe'
+    """
+    return f"{STAGE_PREFIX}{step_id}/{stage_id}"
+
+
+def stages_in(progress: Mapping[str, Any], step_id: str) -> Dict[str, StepMetrics]:
+    """A chained step's stages' metrics in one progress report, by stage id
+    (empty for a step that is not a chain).
+
+    >>> stages_in({"observedMetrics": {"sparkwax:v": {"emits": 3},
+    ...                                "sparkwax-stage:v/dedupe": {"emits": 2}}}, "v")
+    {'dedupe': StepMetrics(rows_in=0, rows_late=0, timers_fired=0, keys_created=0, \
+keys_discarded=0, emits=2, callback_us=0, processing_timers_fired=0)}
+    """
+    start = stage_name(step_id, "")
+    return {name[len(start):]: StepMetrics.from_mapping(row)
+            for name, row in (progress.get("observedMetrics") or {}).items()
+            if name.startswith(start)}
+
+
+def stages_by_batch(progresses: Iterable[Mapping[str, Any]], step_id: str
+                    ) -> Dict[int, Dict[str, StepMetrics]]:
+    """A chained step's stages' metrics per micro-batch id (``by_batch`` of
+    each stage)."""
+    found: Dict[int, Dict[str, StepMetrics]] = {}
+    for progress in progresses:
+        stages = stages_in(progress, step_id)
+        if stages:
+            found[int(progress["batchId"])] = stages
+    return found
+
+
 def _as_mapping(row: Observed) -> Mapping[str, Any]:
     """An observed-metrics entry: a Spark ``Row`` (classic sessions) or a mapping."""
     return row.asDict() if hasattr(row, "asDict") else row
 
 
-__all__ = ["FIELDS", "INPUT_SUFFIX", "PREFIX", "StepMetrics", "by_batch", "steps_in"]
+__all__ = ["FIELDS", "INPUT_SUFFIX", "PREFIX", "STAGE_PREFIX", "StepMetrics", "add_stages",
+           "by_batch", "stage_counts", "stage_name", "stages_by_batch", "stages_in", "steps_in"]

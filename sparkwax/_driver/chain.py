@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 from ..clock import current_clock
 from ..errors import ConfigError
 from ..logic import Builder, Logic
-from ..metrics import StepMetrics
+from .stages import StageCounts
 from ..step import Step
 from ..step_fields import builder_name, uses_deadlines
 from ..timers import from_epoch_ms
@@ -98,61 +98,17 @@ class Chain:
             self._drivers = tuple(Driver(stage) for stage in self.stages)
         return self._drivers
 
+    def stages_use_timers(self) -> bool:
+        """Whether any stage may ask for a timer (``Step.uses_timers``): a
+        chain of timer-free stages runs with Spark's ``NoTimeout``."""
+        return any(stage.uses_timers() for stage in self.stages)
+
     @property
     def counts(self) -> "StageCounts":
         """The stages' counts since the driver last took them (this process's)."""
         if self._counts is None:
             self._counts = StageCounts(len(self.stages))
         return self._counts
-
-
-class StageCounts:
-    """Each stage's counts since the last ``take`` (``ChainLogic`` adds the
-    items, emits, timers and time of its passes; the driver, which sees an
-    activation's start and end, adds each key's stages held before and after).
-
-    >>> counts = StageCounts(2)
-    >>> counts.keys((True, False), (False, True))
-    >>> [(m.keys_created, m.keys_discarded) for m in counts.take()]
-    [(0, 1), (1, 0)]
-    """
-
-    __slots__ = ("rows", "fired", "emits", "nanos", "created", "discarded")
-
-    def __init__(self, stages: int) -> None:
-        self.rows, self.fired, self.emits, self.nanos, self.created, self.discarded = (
-            [0] * stages for _ in range(6))
-
-    def keys(self, before: Sequence[bool], after: Sequence[bool]) -> None:
-        """One key's activation: the stages holding its state before and after
-        (the counting rule of ``results.summed``, stage by stage)."""
-        if before == after:  # (most activations: a call less)
-            return
-        for index, (had, has) in enumerate(zip(before, after)):
-            if has and not had:
-                self.created[index] += 1
-            elif had and not has:
-                self.discarded[index] += 1
-
-    def take(self) -> Tuple[StepMetrics, ...]:
-        """The stages' counts, in stage order, from zero again."""
-        taken = tuple(StepMetrics(rows, 0, fired, created, discarded, emits, nanos // 1000)
-                      for rows, fired, created, discarded, emits, nanos in zip(
-                          self.rows, self.fired, self.created, self.discarded, self.emits,
-                          self.nanos))
-        self.__init__(len(self.rows))  # type: ignore[misc]
-        return taken
-
-
-def stages_held(chain: Chain, logic: Optional[Logic]) -> Tuple[bool, ...]:
-    """Which of the chain's stages hold state in a key's ``logic`` (the
-    chain's, maybe in the step's ttl or state-limit wrapper; None: none)."""
-    inner: Any = logic
-    while getattr(type(inner), "forwards_deadlines", False):  # ttl, state limit
-        inner = inner.inner
-    if inner is None:
-        return (False,) * len(chain.stages)
-    return tuple(stage is not None for stage in inner.logics)
 
 
 class ChainLogic:
@@ -269,4 +225,4 @@ def chain(*stages: Union[Step, Builder]) -> Chain:
     return Chain(made)
 
 
-__all__ = ["STAGE_OPTIONS", "Chain", "ChainLogic", "StageCounts", "chain", "stages_held"]
+__all__ = ["STAGE_OPTIONS", "Chain", "ChainLogic", "chain"]

@@ -14,9 +14,9 @@ from ..errors import NO_VALUE
 from ..logic import Logic
 from ..step import Step
 from ..timers import EventTime
-from .chain import Chain
 from .results import NO_CLOCKS, Activation, Clocks, Columns, EventTimes, KeyBatch, Restored
 from .routes import Routes
+from .stages import Staged
 
 
 class Driver(Routes):
@@ -40,8 +40,8 @@ class Driver(Routes):
         self.time = step.time
         self.builder = step.logic_builder()
         self._keyed = getattr(step.builder, "wants_key", False) is True
-        self._chain = step.builder if isinstance(step.builder, Chain) else None
-        # a chained step's stages (``Activations.stages`` counts them in this order)
+        # a chain's stages (``Activations.stages`` counts them in this order)
+        self._chain = cast(Staged, step.builder) if self._keyed else None
         self.stage_ids: Tuple[str, ...] = () if self._chain is None else self._chain.stage_ids
         self.event_column = step.time.column if isinstance(step.time, EventTime) else None
         self.order_by = step.order_by

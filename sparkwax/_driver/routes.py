@@ -18,8 +18,8 @@ from ..clock import Clock, reset_clock, set_clock
 from ..errors import NO_VALUE
 from ..logic import Logic
 from ..timers import Watermark, is_due
-from .chain import stages_held
 from .results import NO_CLOCKS, Activations, Clocks, Columns, EventTimes, KeyBatch, summed
+from .stages import stages_held
 from .steps import Run, Steps
 
 _ONE_INPUT = (0,)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from pickle import dumps as _dumps
 from pickle import loads as _loads
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from .. import recovery
 from ..clock import Clock
@@ -23,9 +23,7 @@ from ..step_fields import check_deadlines, logic_has_deadlines
 from ..timers import from_epoch_ms, is_due, require_aware, timer_ms
 from .order import Order
 from .results import EventTimes
-
-if TYPE_CHECKING:
-    from .chain import Chain
+from .stages import Staged
 
 # The codec's common case, inlined by the restore and commit steps (recovery.decode/encode).
 _HEADER, _HEADER_SIZE, _COPY_LIMIT, _PROTOCOL = (recovery.PLAIN_HEADER, recovery.HEADER_SIZE,
@@ -59,7 +57,7 @@ class Steps(Order):
     _entry: str
     _clock: Optional[Clock]
     _keyed: bool = False  # the step's builder is a chain (``chain.Chain.wants_key``)
-    _chain: Optional["Chain"] = None  # that chain (its stages' counts)
+    _chain: Optional[Staged] = None  # that chain (its stages' counts)
 
     def _restore(self, key: Any, stored: Optional[bytes], committed_timer: Any = NO_VALUE
                  ) -> Tuple[Optional[Logic], Optional[int]]:

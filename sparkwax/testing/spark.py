@@ -27,15 +27,16 @@ import json
 import os
 import tempfile
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..engine.planning.plan import stateful
 from ..engine.checkpoints.storage import join_path
-from ..engine.planning.following import start_confs
+from ..engine.planning.following import start_confs, upstream_descriptions
+from ..engine.queries.catch_up import asks_every_batch, process_all_available
 from ..engine.planning.seeding import seed_frame
 from ..errors import ConfigError
 from ..logic import Builder
-from ..metrics import StepMetrics, by_batch, steps_in
+from ..metrics import StepMetrics, by_batch, stages_by_batch, steps_in
 from .._ops.rebuild import task_errors
 from ..step import Host, Step, StepOptions
 from .runner import RunResult
@@ -69,6 +70,17 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
                              workdir=workdir, uri=uri, trigger=trigger)
 
 
+def _drain(query: Any, every_batch: bool) -> None:
+    """Spark's ``processAllAvailable``, or for a query that asks for a
+    micro-batch at every trigger (processing-time timers: Spark's never
+    returns) sparkwax's (``catch_up.process_all_available``), as
+    ``sw.start``'s query does."""
+    if not every_batch:
+        query.processAllAvailable()
+    elif not process_all_available(query):
+        query.awaitTermination()  # stopped: its failure, if any
+
+
 def run_plan_on_spark(spark: Any, plan: Callable[[Any], Any], script: Sequence[ScriptStep],
                       *, input_schema: str, key: str = "key", workdir: Optional[str] = None,
                       uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
@@ -84,11 +96,14 @@ def run_plan_on_spark(spark: Any, plan: Callable[[Any], Any], script: Sequence[S
     # this call's outputs only (a second call may continue on the same checkpoint)
     checkpoint, sink = join_path(uri, "checkpoint"), join_path(uri, f"outputs-{uuid.uuid4().hex}")
     files = 0
+    every_batch = False  # a step whose Spark operator asks for a micro-batch at every trigger
 
     def start() -> Any:
+        nonlocal every_batch
         stream = spark.readStream.schema(input_schema).option("maxFilesPerTrigger", 1) \
             .json(join_path(uri, "input"))
         out = plan(stream)
+        every_batch = asks_every_batch(upstream_descriptions(out))
         writer = out.writeStream.foreachBatch(_appender(sink)) \
             .option("checkpointLocation", checkpoint)
         if trigger:
@@ -97,8 +112,7 @@ def run_plan_on_spark(spark: Any, plan: Callable[[Any], Any], script: Sequence[S
             return writer.start()
 
     query = start()
-    batches: Dict[int, StepMetrics] = {}
-    named: Set[str] = set()  # the step ids in Spark's progress (sparkwax:<step id>)
+    reports: List[Any] = []  # every query's progress reports, in order
     try:
         for step in script:
             if isinstance(step, Batch):
@@ -109,23 +123,28 @@ def run_plan_on_spark(spark: Any, plan: Callable[[Any], Any], script: Sequence[S
                 files += 1
             elif isinstance(step, Crash):
                 with task_errors():  # a sparkwax error from a task as itself
-                    query.processAllAvailable()
-                batches.update(by_batch(query.recentProgress, metrics_of))
-                named.update(s for p in query.recentProgress for s in steps_in(p))
+                    _drain(query, every_batch)
+                reports.extend(query.recentProgress)
                 query.stop()
                 query = start()
             elif isinstance(step, (Tick, Eof)):
                 continue  # Spark runs no-data batches itself; Eof needs finish()
         with task_errors():
-            query.processAllAvailable()
-        batches.update(by_batch(query.recentProgress, metrics_of))
-        named.update(s for p in query.recentProgress for s in steps_in(p))
+            _drain(query, every_batch)
+        reports.extend(query.recentProgress)
     finally:
         query.stop()
     result = _collected(spark, sink)
+    batches = by_batch(reports, metrics_of)
     result.batch_metrics = [batches[number] for number in sorted(batches)]
     result.metrics = sum(result.batch_metrics, StepMetrics())
-    result.step_id = ", ".join(sorted(named))  # as Spark's progress names the step
+    named = sorted({step for report in reports for step in steps_in(report)})
+    result.step_id = ", ".join(named)  # as Spark's progress names the step
+    staged = stages_by_batch(reports, metrics_of or result.step_id)
+    result.batch_stage_metrics = [staged[number] for number in sorted(staged)]
+    for stages in result.batch_stage_metrics:
+        for stage, counts in stages.items():
+            result.stage_metrics[stage] = result.stage_metrics.get(stage, StepMetrics()) + counts
     return result
 
 

@@ -70,9 +70,9 @@ class StreamingHost:
                 arm(state, self.driver.time, armed, now_ms)
         counts = acts.metrics if self.outputs.metrics else None
         if emits:
-            yield self.outputs.frame(key, key_values, emits, counts)
+            yield self.outputs.frame(key, key_values, emits, counts, acts.stages)
         elif counts is not None:
-            yield self.outputs.metrics_frame(key_values, counts)
+            yield self.outputs.metrics_frame(key_values, counts, acts.stages)
 
 
 def one_key(key: Any, values: Sequence[Any], stored: Optional[bytes], committed: Any,

@@ -19,11 +19,11 @@ import pandas as pd
 from pyspark.sql import types as T
 
 from ...errors import SchemaError
-from ...metrics import StepMetrics
+from ...metrics import FIELDS, StepMetrics
 from ...schema import OutputSchema
 from ...timers import to_epoch_us
 
-METRICS_COLUMN = "__sw_metrics"  # array<long>: a call's counts, then ONLY_METRICS or 0
+METRICS_COLUMN = "__sw_metrics"  # array<long>: a call's counts, ONLY_METRICS or 0, its stages'
 ONLY_METRICS = 1   # last element of a row that carries counts only (dropped from the output)
 
 
@@ -36,8 +36,9 @@ class OutputBuilder:
     With ``metrics=True`` (streaming hosts) every frame has one more column,
     ``METRICS_COLUMN``: ``frame_of(groups, counts)`` puts a call's counts on
     its first output row (null on the others); a call without output rows
-    sends ``metrics_frame``, one row of counts only. The plan observes the
-    column, drops the counts-only rows, then the column.
+    sends ``metrics_frame``, one row of counts only. A chained step's call
+    adds its ``stages``' counts after the flag (``counts_row``). The plan
+    observes the column, drops the counts-only rows, then the column.
     """
 
     def __init__(self, key_names: Sequence[str], schema: T.StructType, step_id: str,
@@ -56,11 +57,13 @@ class OutputBuilder:
         self._timestamp = [isinstance(f.dataType, T.TimestampType) for f in self.fields]
 
     def frame(self, key: Any, key_values: Tuple[Any, ...], emits: List[Any],
-              counts: Optional[StepMetrics] = None) -> pd.DataFrame:
-        return self.frame_of([(key, key_values, emits)], counts)
+              counts: Optional[StepMetrics] = None, stages: Sequence[StepMetrics] = ()
+              ) -> pd.DataFrame:
+        return self.frame_of([(key, key_values, emits)], counts, stages)
 
     def frame_of(self, groups: Sequence[Tuple[Any, Tuple[Any, ...], List[Any]]],
-                 counts: Optional[StepMetrics] = None) -> pd.DataFrame:
+                 counts: Optional[StepMetrics] = None, stages: Sequence[StepMetrics] = ()
+                 ) -> pd.DataFrame:
         sizes = [len(emits) for _, _, emits in groups]
         data: Dict[str, Any] = {}
         for index, name in enumerate(self.key_names):
@@ -80,7 +83,7 @@ class OutputBuilder:
             total = sum(sizes)
             data[METRICS_COLUMN] = _object_array(
                 [None] * total if counts is None or not total
-                else [[*counts.values(), 0]] + [None] * (total - 1))
+                else [counts_row(counts, 0, stages)] + [None] * (total - 1))
         fast = _fast_frame(self._index, list(data.values()), sum(sizes))
         if fast is not None:
             return fast
@@ -90,11 +93,12 @@ class OutputBuilder:
             return pd.DataFrame(data)
         return pd.DataFrame(data, columns=self.columns)
 
-    def metrics_frame(self, key_values: Tuple[Any, ...], counts: StepMetrics) -> pd.DataFrame:
+    def metrics_frame(self, key_values: Tuple[Any, ...], counts: StepMetrics,
+                      stages: Sequence[StepMetrics] = ()) -> pd.DataFrame:
         """One row: a key of the call (output fields null) and the counts."""
         data: Dict[str, Any] = {name: [value] for name, value in zip(self.key_names, key_values)}
         data.update(self._nulls)
-        data[METRICS_COLUMN] = _object_array([[*counts.values(), ONLY_METRICS]])
+        data[METRICS_COLUMN] = _object_array([counts_row(counts, ONLY_METRICS, stages)])
         fast = _fast_frame(self._index, list(data.values()), 1)
         return fast if fast is not None else pd.DataFrame(data)
 
@@ -226,7 +230,29 @@ def _null_of(field: T.StructField) -> pd.Series:
     return pd.Series([None], dtype=object)
 
 
+def counts_row(counts: StepMetrics, flag: int, stages: Sequence[StepMetrics] = ()
+               ) -> List[int]:
+    """A call's ``METRICS_COLUMN`` cell: its counts, the ``flag``
+    (``ONLY_METRICS`` or 0), then each stage's counts (a chained step).
+
+    >>> counts_row(StepMetrics(rows_in=2), 0, [StepMetrics(emits=1)])[:9]
+    [2, 0, 0, 0, 0, 0, 0, 0, 0]
+    >>> counts_row(StepMetrics(rows_in=2), 0, [StepMetrics(emits=1)])[9:]
+    [0, 0, 0, 0, 0, 1, 0, 0]
+    """
+    row = [*counts.values(), flag]
+    for stage in stages:
+        row.extend(stage.values())
+    return row
+
+
+def stage_offset(index: int) -> int:
+    """Where stage ``index``'s counts start in a ``METRICS_COLUMN`` cell."""
+    return (index + 1) * len(FIELDS) + 1
+
+
 def metrics_type() -> T.ArrayType:
     """The Spark type of ``METRICS_COLUMN``: the counts in ``metrics.FIELDS``
-    order, then ``ONLY_METRICS`` (a counts-only row) or 0."""
+    order, then ``ONLY_METRICS`` (a counts-only row) or 0, then a chained
+    step's stages' counts (``counts_row``)."""
     return T.ArrayType(T.LongType(), containsNull=False)

@@ -216,18 +216,19 @@ class PackedHost:
         positions = runs.positions
         keys = sorted_keys(runs.keys + [key for key in bucket.due(now_ms)
                                         if key not in positions])
-        counts, emitted = self._run_keys(bucket, runs, keys, now_ms)
+        counts, stages, emitted = self._run_keys(bucket, runs, keys, now_ms)
         self._commit(state, bucket, now_ms)
         if emitted:
-            return self.outputs.frame_of(emitted, counts)
+            return self.outputs.frame_of(emitted, counts, stages)
         if keys and self.outputs.metrics:
-            return self.outputs.metrics_frame(self._key_values(keys[-1]), counts)
+            return self.outputs.metrics_frame(self._key_values(keys[-1]), counts, stages)
         return None
 
     def _run_keys(self, bucket: Bucket, runs: KeyRuns, keys: List[Any], now_ms: int
-                  ) -> Tuple[StepMetrics, List[Any]]:
+                  ) -> Tuple[StepMetrics, Tuple[StepMetrics, ...], List[Any]]:
         """``keys`` through one ``Driver.activate_keys`` call, their results
-        recorded in ``bucket``: the counts and the emitted groups."""
+        recorded in ``bucket``: the counts (the step's and its stages') and
+        the emitted groups."""
         stored, committed = bucket.entries_of(keys)
         times: Optional[List[Optional[Times]]] = None
         order: Optional[List[Optional[List[List[Any]]]]] = None
@@ -243,7 +244,7 @@ class PackedHost:
         single = self.single
         emitted = [(key, (key,) if single else key, out)
                    for key, out in zip(keys, acts.emits) if out]
-        return acts.metrics, emitted
+        return acts.metrics, acts.stages, emitted
 
     def _restore(self, state: Any) -> Bucket:
         if not state.exists:

@@ -73,9 +73,9 @@ class TwoClockHost(StreamingHost):
             _arm(state, acts.timers[0], acts.deadlines[0], processing_ms)
         counts = acts.metrics if self.outputs.metrics else None
         if emits:
-            yield self.outputs.frame(key, key_values, emits, counts)
+            yield self.outputs.frame(key, key_values, emits, counts, acts.stages)
         elif counts is not None:
-            yield self.outputs.metrics_frame(key_values, counts)
+            yield self.outputs.metrics_frame(key_values, counts, acts.stages)
 
 
 class TwoClockPackedHost(PackedHost):
@@ -109,9 +109,9 @@ class TwoClockPackedHost(PackedHost):
         emitted = [(key, self._key_values(key), out) for key, out in zip(ran, acts.emits) if out]
         key_values = self._key_values(ran[-1])
         if emitted:
-            yield self.outputs.frame_of(emitted, counts)
+            yield self.outputs.frame_of(emitted, counts, acts.stages)
         elif key_values and self.outputs.metrics:
-            yield self.outputs.metrics_frame(key_values, counts)
+            yield self.outputs.metrics_frame(key_values, counts, acts.stages)
 
     def _commit_two_clocks(self, state: Any, bucket: Bucket, any_timer: bool,
                            processing_ms: int) -> None:

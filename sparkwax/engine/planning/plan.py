@@ -19,12 +19,13 @@ from pyspark.sql import types as T
 from ..._driver import Driver
 from ...errors import ConfigError
 from ...logic import Builder
-from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX
+from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX, stage_name
 from ...step import HOSTS, Host, Step, StepOptions, as_step, default_step_id
 from ...timers import EventTime, TimeMode
 from ..hosts.columns import InputLayout
 from ..hosts.host import NO_TIMEOUT, BoundedHost, StreamingHost
-from ..hosts.outputs import METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type
+from ..hosts.outputs import (METRICS_COLUMN, ONLY_METRICS, OutputBuilder, metrics_type,
+                             stage_offset)
 from ..hosts.packed import BUCKET_COLUMN, PackedBoundedHost, PackedHost
 from ..hosts.prepack import PAYLOAD, pack_rows
 from .schemas import parse_schema
@@ -266,7 +267,7 @@ def _streaming_step(rows: DataFrame, grouped_on: Sequence[Any], function: HostFu
         result = transform_with_state(
             grouped, rows.columns, function, spark, with_metrics, state_schema, timeout,
             None if initial is None else initial.groupBy(*grouped_on))
-    return _observed(result, step_id)
+    return _observed(result, step_id, function.driver.stage_ids)
 
 
 def _input_counted(projected: DataFrame, step_id: str, timeout: str,
@@ -327,13 +328,18 @@ def _blank_event_time(time: EventTime) -> Column:
                                                       metadata={_WATERMARK: time.delay_ms})
 
 
-def _observed(result: DataFrame, step_id: str) -> DataFrame:
+def _observed(result: DataFrame, step_id: str, stage_ids: Sequence[str] = ()) -> DataFrame:
     """The step's counts into Spark's progress (``observedMetrics``, once per
-    micro-batch), then the counts-only rows and the column out of the output."""
+    micro-batch), and a chained step's each stage's (``metrics.stage_name``),
+    then the counts-only rows and the column out of the output."""
     counts = F.col(METRICS_COLUMN)
-    observed = result.observe(PREFIX + step_id, *[
-        F.coalesce(F.sum(counts[index]), F.lit(0)).alias(name)
-        for index, name in enumerate(FIELDS)])
+    observed = result
+    for name, offset in [(PREFIX + step_id, 0)] + [
+            (stage_name(step_id, stage), stage_offset(index))
+            for index, stage in enumerate(stage_ids)]:
+        observed = observed.observe(name, *[
+            F.coalesce(F.sum(counts[offset + index]), F.lit(0)).alias(field)
+            for index, field in enumerate(FIELDS)])
     only_counts = F.coalesce(counts[len(FIELDS)], F.lit(0)) == F.lit(ONLY_METRICS)
     return observed.where(~only_counts).drop(METRICS_COLUMN)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import sparkwax as sw
+from sparkwax.engine.spark_version import has_no_data_batch_metrics
 from sparkwax.testing import Batch, Crash, run, run_bounded
 from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark
@@ -68,3 +69,30 @@ def test_a_chain_over_a_bounded_frame_as_offline(spark, host, buckets):
     offline = run_bounded(CHAIN, rows, time=TIME)
     assert {k: sorted(v) for k, v in by_key.items()} == \
         {k: sorted(tuple(e) for e in v) for k, v in offline.by_key.items()}
+
+
+
+@each_spark_host_with_buckets
+def test_each_stage_counts_as_offline(spark, tmp_path, host, buckets):
+    """The counts of the chain and of each stage in Spark's progress
+    (``sparkwax-stage:<step>/<stage>``) equal the offline run's (summed over
+    the run: where Spark runs a no-data batch depends on timing)."""
+    offline = run(CHAIN, SCRIPT, time=TIME)
+    online = run_script_on_spark(spark, CHAIN, SCRIPT, input_schema=INPUT, output_schema=OUTPUT,
+                                 time=TIME, host=host, buckets=buckets, workdir=str(tmp_path))
+    stages = offline.stage_metrics
+    assert {stage: m.deterministic() for stage, m in stages.items()} == {
+        # 3 duplicates dropped; the chain's timers and emits are the second stage's
+        "dedupe": {"rows_in": 10, "rows_late": 0, "timers_fired": 0, "keys_created": 3,
+                   "keys_discarded": 0, "emits": 7, "processing_timers_fired": 0},
+        "acc": {"rows_in": 7, "rows_late": 0, "timers_fired": 2, "keys_created": 3,
+                "keys_discarded": 0, "emits": 9, "processing_timers_fired": 0}}
+    assert all(len(batch) == 2 for batch in online.batch_stage_metrics)
+    if not has_no_data_batch_metrics(spark):  # 3.5: a no-data batch has no metrics
+        assert {stage: m.rows_in for stage, m in online.stage_metrics.items()} == \
+            {stage: m.rows_in for stage, m in stages.items()}
+        return
+    assert online.metrics.deterministic() == offline.metrics.deterministic()
+    assert {stage: m.deterministic() for stage, m in online.stage_metrics.items()} == \
+        {stage: m.deterministic() for stage, m in stages.items()}
+    assert all(m.callback_us > 0 for m in online.stage_metrics.values())

@@ -15,7 +15,8 @@ from sparkwax.testing.reference import Accumulator
 from sparkwax.engine.checkpoints.snapshots import read_entries
 from sparkwax.testing.spark import run_plan_on_spark
 
-from kit import at, each_spark_host_with_buckets, per_key, skip_unless_steps_follow, state_cli
+from kit import (PassThrough, at, each_spark_host_with_buckets, per_key, skip_unless_steps_follow,
+                 state_cli)
 
 pytestmark = [pytest.mark.spark, pytest.mark.lines]
 
@@ -116,6 +117,29 @@ def test_two_steps_over_two_keys_stream_as_offline(spark, tmp_path, host, bucket
     for operator, steps in ((0, offline[1]), (1, offline[0])):
         state = {e.key: e.snapshot for e in read_entries(spark, checkpoint, operator_id=operator)}
         assert state == {key: _as_stored(value) for key, value in steps.snapshots.items()}
+
+
+@pytest.mark.parametrize("host", ["packed"] if TIER else ["per_key", "packed"])
+def test_a_chain_following_a_step_counts_each_stage_as_offline(spark, tmp_path, host):
+    """A chained step on transformWithStateInPandas (the second step): its
+    stages' counts in Spark's progress are the offline run's."""
+    then = sw.Step.of(sw.chain(sw.Step.of(PassThrough, step_id="pass"),
+                               sw.Step.of(Tally, step_id="tally")),
+                      step_id="counts", output_schema="n long")
+    offline = run_flow(SCRIPT, FIRST, by_region, then)[1]
+
+    def plan(stream):
+        visits = sw.stateful(stream, key="key", step=FIRST, host=host)
+        return sw.stateful(visits.select("region", "ts", "value"), key="region", step=then,
+                           host=host)
+
+    online = run_plan_on_spark(spark, plan, SCRIPT, input_schema=INPUT,
+                               workdir=str(tmp_path), metrics_of="counts")
+    assert per_key(online) == per_key(offline)
+    assert offline.stage_metrics["pass"].keys_created == 0  # it holds no state
+    assert offline.stage_metrics["tally"].keys_created == 2  # eu, us
+    assert {stage: m.deterministic() for stage, m in online.stage_metrics.items()} == \
+        {stage: m.deterministic() for stage, m in offline.stage_metrics.items()}
 
 
 def _as_stored(snapshot):

@@ -18,9 +18,10 @@ import sparkwax as sw
 from sparkwax.engine.spark_version import has_statestore_reader
 from sparkwax.testing import Batch, Tick, run
 from sparkwax.testing.reference import IdleAlarm
+from sparkwax.testing.spark import run_script_on_spark
 
 import kit
-from kit import NOON as T0, each_spark_host
+from kit import NOON as T0, each_spark_host, per_key
 
 pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
 
@@ -184,3 +185,15 @@ def test_submit_once_ends_an_app_with_processing_timers(spark, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "done" in done.stdout
     assert _by_key(spark, tmp_path / "out") == _offline("processing").by_key
+
+
+def test_the_spark_harness_ends_a_script_with_processing_timers(spark, tmp_path):
+    """``run_script_on_spark`` drains a query that asks for a micro-batch at
+    every trigger as ``sw.start``'s query does (Spark's own
+    ``processAllAvailable`` would never return)."""
+    online = run_script_on_spark(spark, Reminder, [Batch(REMINDERS)],
+                                 input_schema="key string, after_ms long",
+                                 output_schema="kind string, n long",
+                                 time=sw.ProcessingTime(), step_id="remind",
+                                 workdir=str(tmp_path))
+    assert per_key(online) == per_key(_offline("processing"))
