@@ -271,3 +271,10 @@ def test_a_chained_step_with_a_state_limit_or_ttl(options):
     with pytest.raises(CallbackError) as raised:
         run(chain, [Batch([("k", 13)])], **options)
     assert (raised.value.step_id, raised.value.key) == ("count", "k")
+
+
+def test_a_chain_asks_for_timers_only_if_a_stage_may():
+    # a chain of timer-free stages runs with Spark's NoTimeout (no timeout to arm)
+    assert Step.of(sw.chain(passing(), Counter)).uses_timers() is False
+    assert Step.of(sw.chain(passing(), Accumulator)).uses_timers() is True
+    assert Step.of(sw.chain(passing(), Counter), ttl="1 hour").uses_timers() is True

@@ -170,3 +170,38 @@ def test_a_stage_error_leaves_no_count_for_the_next_call():
 def test_eof_reaches_every_stage():
     result = run(CHAIN, [Batch([("k", 2)]), Eof()])
     assert [b["count"].rows_in for b in result.batch_stage_metrics] == [1, 0]
+
+
+def test_a_stage_counts_every_timer_of_the_call():
+    """Two keys' timers fire in the same no-data batch: the stage counts both."""
+    def item(key, minute):
+        return (key, {"ts": T0 + timedelta(minutes=minute), "value": 1})
+
+    chain = sw.chain(passing(), Step.of(Accumulator, step_id="acc"))
+    script = [Batch([item("a", 0), item("b", 0)]), Batch([item("c", 30)])]
+    result = run(sw.Step.of(chain, time=TIME), script)
+    fired = [batch["acc"].timers_fired for batch in result.batch_stage_metrics]
+    assert max(fired) >= 2 and sum(fired) == result.metrics.timers_fired
+
+
+def test_a_stage_counts_the_time_of_each_of_its_passes():
+    import time
+
+    class Slow(PassThrough):
+        def on_item(self, value):
+            time.sleep(0.002)
+            return super().on_item(value)
+
+    result = run(sw.chain(Step.of(Slow, step_id="slow"), passing()),
+                 [Batch([("k", n) for n in range(5)])])
+    slow = result.stage_metrics["slow"].callback_us
+    assert type(slow) is int and slow >= 5 * 2000  # every pass's, not the last one's
+    assert 0 <= result.stage_metrics["pass"].callback_us < slow <= result.metrics.callback_us
+
+
+def test_a_shipped_chain_starts_counting_from_zero():
+    import pickle
+
+    chain = sw.chain(passing(), Step.of(Counter, step_id="count"))
+    chain.counts.rows[0] = 7  # counted in this process, not yet taken
+    assert pickle.loads(pickle.dumps(chain)).counts.take()[0].rows_in == 0
