@@ -76,6 +76,10 @@ Variants (each stateful one keeps a running count per key):
                    an empty ``seed=`` puts a first step there); RocksDB.
 * ``sw-2step``, ``sw-2step-packed`` two steps in one query: a pass-through
                    (each value on, no state), then ``Count``; RocksDB.
+* ``sw-chain``, ``sw-chain-packed`` the same two logics as one step,
+                   ``sw.chain(Forward, Count)`` (the second stage gets the
+                   first's emits in the same activation; each stage counted in
+                   the progress, ``sparkwax-stage:<step>/<stage>``).
 * ``bytewax``      Bytewax 0.21.1 (``run_main``, one worker, in this process)
                    running the same ``Count`` class (``op.stateful``) over the
                    same items as round 0's micro-batch (key as str); its
@@ -366,13 +370,13 @@ def jvm_pid(spark):
 
 
 PER_KEY = {"bare", "bare-again", "sparkwax", "sw-per-item", "tws", "bare-timer",
-           "sparkwax-timer", "tws-timer", "sw-tws-per-item", "sw-2step"}
+           "sparkwax-timer", "tws-timer", "sw-tws-per-item", "sw-2step", "sw-chain"}
 # the hosts of a step after another (transformWithStateInPandas: RocksDB only)
 FOLLOWING = {"sw-tws-per-item", "sw-packed-tws-per-item", "sw-2step", "sw-2step-packed"}
 VARIANTS = ["bare", "bare-again", "sparkwax", "sw-packed", "sw-packed-rows", "sw-per-item",
             "sw-packed-per-item", "bare-packed", "bare-prepacked", "groupBy.count", "tws",
             "bare-timer", "sparkwax-timer", "sw-packed-timer", "tws-timer", "bytewax",
-            *sorted(FOLLOWING)]
+            *sorted(FOLLOWING), "sw-chain", "sw-chain-packed"]
 DEFAULT_VARIANTS = ["bare", "sparkwax", "sw-packed", "bare-packed", "groupBy.count", "tws",
                     "bare-timer", "sparkwax-timer", "sw-packed-timer", "tws-timer"]
 
@@ -453,6 +457,12 @@ def build(spark, variant: str, source: str):
                              output_schema="v long", host=host, step_id="forward")
         return sw.stateful(passed, key="key", builder=Count, value="v",
                            output_schema="count long", host=host, step_id="count"), "append"
+    if variant in ("sw-chain", "sw-chain-packed"):
+        host = "packed" if variant.endswith("packed") else "per_key"
+        chained = sw.chain(sw.Step.of(Forward, step_id="forward"),
+                           sw.Step.of(Count, step_id="count"))
+        return sw.stateful(stream, key="key", builder=chained, value="v",
+                           output_schema="count long", host=host, step_id="chain"), "append"
     if variant == "bare-packed":
         from pyspark.sql import functions as F
 

@@ -68,6 +68,8 @@ def item(key, minutes, value):
 
 # --- hosts --------------------------------------------------------------------------------
 
+# the compatibility tier (tests/compat/run.sh: one run per older Spark line) runs fewer cases
+IN_TIER = bool(os.environ.get("SPARKWAX_COMPAT_LINE"))
 SPARK_HOSTS = ("per_key", "packed")
 # each Spark host, with a bucket count for packed (None for per_key)
 HOSTS_AND_BUCKETS = [("per_key", None), ("packed", 2)]

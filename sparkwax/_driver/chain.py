@@ -120,10 +120,13 @@ class ChainLogic:
                             f"{type(resume).__name__}")
         self.chain = chain
         self.key: Any = None  # the driver sets it (Chain.wants_key)
-        self.logics: List[Any] = [
-            _UNBUILT if resume is not None and stage_id in resume else None
-            for stage_id in chain.stage_ids]
+        self.counts = chain.counts
         self._resume = resume or {}
+        if resume is None:
+            self.logics: List[Any] = [None] * len(chain.stage_ids)
+        else:  # a key restored: the stages it held (the driver ends its activation)
+            held = self.counts.started = tuple(map(resume.__contains__, chain.stage_ids))
+            self.logics = [_UNBUILT if stage else None for stage in held]
 
     def _logic(self, index: int) -> Optional[Logic]:
         """Stage ``index``'s live logic, rebuilt from its snapshot at first use."""
@@ -144,9 +147,11 @@ class ChainLogic:
         if notify:  # (the driver calls on_notify inside an activation: it set a clock)
             clock = current_clock()
             now_ms = None if clock is None else clock.now_ms
-        counts = self.chain.counts
+        counts = self.counts
+        nanos, out = counts.nanos, counts.emits
+        counts.rows += len(items)  # (a later stage's items are its upstream's emits)
+        started = perf_counter_ns()
         for index, driver in enumerate(self.chain.drivers):
-            started = perf_counter_ns()
             emits: List[Any] = []
             logic = self._logic(index)
             if notify and logic is not None:
@@ -154,13 +159,14 @@ class ChainLogic:
                                                  now_ms, emits)
                 counts.fired[index] += fired
             if items:
-                counts.rows[index] += len(items)
                 logic = driver._take(key, logic, items, emits)
             if eof and logic is not None and driver._call(key, logic, "on_eof", emits):
                 logic = None
             self.logics[index] = logic
-            counts.emits[index] += len(emits)
-            counts.nanos[index] += perf_counter_ns() - started
+            out[index] += len(emits)
+            ended = perf_counter_ns()  # (a stage's end is the next one's start)
+            nanos[index] += ended - started
+            started = ended
             items = emits
         return items, all(logic is None for logic in self.logics)
 

@@ -19,7 +19,6 @@ from ..errors import NO_VALUE
 from ..logic import Logic
 from ..timers import Watermark, is_due
 from .results import NO_CLOCKS, Activations, Clocks, Columns, EventTimes, KeyBatch, summed
-from .stages import stages_held
 from .steps import Run, Steps
 
 _ONE_INPUT = (0,)
@@ -55,18 +54,25 @@ class Routes(Steps):
         ([[1], [1, 2]], 3, 2)
         """
         acts = Activations() if into is None else into
-        if self._chain is not None:  # its keys' stages are counted on the general route
+        chain = self._chain
+        if chain is not None:  # a chain's stages count each call from zero
             try:
-                self._each_key(batch, clocks, acts)
+                chain.counts.take()
+                self._route(batch, clocks, acts)
             finally:
-                acts.stages = self._chain.counts.take()
-        elif self._plain and self.two_clocks is False and batch.event_times is None \
+                acts.stages = chain.counts.take()
+        else:
+            self._route(batch, clocks, acts)
+        return acts
+
+    def _route(self, batch: KeyBatch, clocks: Clocks, acts: Activations) -> None:
+        """``batch`` on the plain route (``_plain_keys``) when it can, else key by key."""
+        if self._plain and self.two_clocks is False and batch.event_times is None \
                 and batch.order is None and batch.logics is None and not batch.eof \
                 and not batch.bounded and not batch.read_columns and not batch.snapshots:
             self._plain_keys(batch, clocks.now_ms, acts)
         else:
             self._each_key(batch, clocks, acts)
-        return acts
 
     def _plain_keys(self, batch: KeyBatch, now_ms: Optional[int], acts: Activations) -> None:
         """Every key of ``batch`` on the plain route, at one clock, restored
@@ -77,6 +83,7 @@ class Routes(Steps):
         add_emits, add_state, add_timer = acts.emits.append, acts.states.append, \
             acts.timers.append
         add_armed, plain_steps = acts.armed.append, self._plain_steps
+        counts = None if self._chain is None else self._chain.counts
         fired = 0
         token = set_clock(self._plain_clock(now_ms))
         try:
@@ -84,8 +91,10 @@ class Routes(Steps):
                     batch.keys, repeat(None) if batch.stored is None else batch.stored,
                     batch.values,
                     repeat(NO_VALUE) if batch.committed is None else batch.committed):
-                emits, state, timer, _, armed, key_fired, _ = plain_steps(
+                emits, state, timer, _, armed, key_fired, logic = plain_steps(
                     key, None, blob, values, now_ms, committed_timer, False)
+                if counts is not None:  # a chain: the stages its key holds now
+                    counts.ended(logic)
                 add_emits(emits)
                 add_state(state)
                 add_timer(timer)
@@ -103,7 +112,8 @@ class Routes(Steps):
         started = perf_counter_ns()
         now_ms = clocks.now_ms
         live, keep = batch.logics is not None, batch.snapshots
-        plain = self._plain and not batch.eof and not batch.bounded and self._chain is None
+        plain = self._plain and not batch.eof and not batch.bounded
+        counts = None if self._chain is None else self._chain.counts
         bounded, read = batch.bounded, batch.read_columns
         fired = late = deadlines_fired = 0
         add_emits, add_state, add_timer = acts.emits.append, acts.states.append, \
@@ -120,6 +130,8 @@ class Routes(Steps):
                     repeat(None) if batch.order is None else batch.order):
                 if read:
                     times, order = self.read_columns(key, values)
+                if counts is not None and logic is not None:  # a live chain: its stages now
+                    counts.started = counts.held(logic)
                 if plain and times is None and self.two_clocks is False \
                         and (order is None or len(values) < 2):
                     emits, state, timer, snapshot, armed, key_fired, logic = \
@@ -133,6 +145,8 @@ class Routes(Steps):
                         self._bounded_key(key, values, times, order) if bounded else
                         self._general_key(key, logic, blob, values, times, order,
                                           committed_timer, batch, clocks))
+                if counts is not None:
+                    counts.ended(logic)
                 add_emits(emits)
                 add_state(state)
                 add_timer(timer)
@@ -208,8 +222,6 @@ class Routes(Steps):
                 logic, timer = self._restore(key, stored, committed_timer)
             else:
                 timer = self._next_timer(key, logic)
-            chain = self._chain
-            held = None if chain is None else stages_held(chain, logic)
             values, times, ordered = self._arrange_ordered(key, values, times, order,
                                                            batch.ascending)
             logic, emits, late, fired, touched, deadlines_fired = self._run(
@@ -217,8 +229,6 @@ class Routes(Steps):
                 processing_ms=processing_ms, ordered=ordered)
             state, timer, snapshot, armed, deadline = self._commit(
                 key, logic, touched, stored, now_ms, batch.logics is None)
-            if chain is not None:
-                chain.counts.keys(held, stages_held(chain, logic))  # type: ignore[arg-type]
         finally:
             reset_clock(token)
         return (emits, state, timer, snapshot, armed, fired, logic, late, deadline,
@@ -252,9 +262,6 @@ class Routes(Steps):
                 if event_times is None else
                 self._bounded_events(key, values, event_times, sides))
             state, timer, snapshot, armed, deadline = self._commit(key, logic, True, None, None)
-            if self._chain is not None:  # a bounded key starts with no state
-                self._chain.counts.keys(stages_held(self._chain, None),
-                                        stages_held(self._chain, logic))
         finally:
             reset_clock(token)
         return emits, state, timer, snapshot, armed, fired, logic, late, deadline, 0

@@ -5,7 +5,10 @@ package). Each ``Batch`` becomes one JSON file (modification times
 increasing, read with ``maxFilesPerTrigger=1``, so one file is one
 micro-batch); ``Crash`` stops the query and starts a new one on the same
 checkpoint. The result's ``metrics`` and ``batch_metrics`` are the step's
-counts from Spark's progress reports (``observedMetrics``). Every
+counts from Spark's progress reports (``observedMetrics``), and for a
+chained step ``stage_metrics`` and ``batch_stage_metrics`` its stages'. A
+step whose Spark operator asks for a micro-batch at every trigger
+(processing-time timers) is drained as ``sw.start``'s query drains it. Every
 micro-batch's outputs are appended, with their batch id and position, to a
 Parquet folder through ``foreachBatch``, so the harness works
 the same on a classic session and over Spark Connect (where ``foreachBatch``

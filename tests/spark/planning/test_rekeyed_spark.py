@@ -4,7 +4,6 @@ output of another step, as a user writes one step, streams as the offline
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import pytest
@@ -15,8 +14,8 @@ from sparkwax.testing.reference import Accumulator
 from sparkwax.engine.checkpoints.snapshots import read_entries
 from sparkwax.testing.spark import run_plan_on_spark
 
-from kit import (PassThrough, at, each_spark_host_with_buckets, per_key, skip_unless_steps_follow,
-                 state_cli)
+from kit import (IN_TIER, PassThrough, at, each_spark_host_with_buckets, per_key,
+                 skip_unless_steps_follow, state_cli)
 
 pytestmark = [pytest.mark.spark, pytest.mark.lines]
 
@@ -88,11 +87,9 @@ def by_region(user, emit):
     return emit["region"], {"ts": emit["ts"], "value": emit["value"]}
 
 
-# the compatibility tier (one run per older line) runs the event-time second step only
-TIER = bool(os.environ.get("SPARKWAX_COMPAT_LINE"))
 
 
-@pytest.mark.parametrize("second", ["accumulate"] if TIER else ["tally", "accumulate"])
+@pytest.mark.parametrize("second", ["accumulate"] if IN_TIER else ["tally", "accumulate"])
 @each_spark_host_with_buckets
 def test_two_steps_over_two_keys_stream_as_offline(spark, tmp_path, host, buckets, second):
     if second == "tally":
@@ -119,7 +116,7 @@ def test_two_steps_over_two_keys_stream_as_offline(spark, tmp_path, host, bucket
         assert state == {key: _as_stored(value) for key, value in steps.snapshots.items()}
 
 
-@pytest.mark.parametrize("host", ["packed"] if TIER else ["per_key", "packed"])
+@pytest.mark.parametrize("host", ["packed"] if IN_TIER else ["per_key", "packed"])
 def test_a_chain_following_a_step_counts_each_stage_as_offline(spark, tmp_path, host):
     """A chained step on transformWithStateInPandas (the second step): its
     stages' counts in Spark's progress are the offline run's."""

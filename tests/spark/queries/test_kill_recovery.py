@@ -27,17 +27,15 @@ from sparkwax.engine.spark_version import has_statestore_reader
 from sparkwax.testing import Batch, run
 from sparkwax.testing.reference import Accumulator
 
-from kit import REPO, T0 as BASE, batches_spark_ran, run_to_end, run_with_kills
+from kit import IN_TIER, REPO, T0 as BASE, batches_spark_ran, run_to_end, run_with_kills
 
 pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
 
 APP = REPO / "examples" / "recovery_app.py"
 FILES = 10
 # the compatibility tier (tests/compat/run.sh, one run per older Spark line) kills once and
-# runs no calm twin (the offline runner over the batches Spark ran is the oracle either way)
-TIER = bool(os.environ.get("SPARKWAX_COMPAT_LINE"))
-KILLS = 1 if TIER else 5
-RUNS = ("killed",) if TIER else ("calm", "killed")
+KILLS = 1 if IN_TIER else 5
+RUNS = ("killed",) if IN_TIER else ("calm", "killed")
 TIME = __import__("sparkwax").EventTime("ts", watermark="2 minutes")
 
 

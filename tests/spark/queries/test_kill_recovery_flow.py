@@ -16,15 +16,13 @@ import pytest
 
 from sparkwax.testing import Batch
 
-from kit import REPO, T0, batches_spark_ran, run_with_kills, skip_unless_steps_follow
+from kit import IN_TIER, REPO, T0, batches_spark_ran, run_with_kills, skip_unless_steps_follow
 
 pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
 
 APP = REPO / "examples" / "regions_app.py"
 FILES = 8
-# the compatibility tier (tests/compat/run.sh, one run per older line) kills once, per key only
-TIER = bool(os.environ.get("SPARKWAX_COMPAT_LINE"))
-KILLS = 1 if TIER else 2
+KILLS = 1 if IN_TIER else 2
 sys.path.insert(0, str(REPO / "examples"))
 import regions_app  # noqa: E402
 
@@ -57,7 +55,7 @@ def _start(tmp: Path, host: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("host", ["per_key"] if TIER else ["per_key", "packed"])
+@pytest.mark.parametrize("host", ["per_key"] if IN_TIER else ["per_key", "packed"])
 def test_two_steps_restart_after_sigkill_exactly_once(spark, tmp_path, host):
     skip_unless_steps_follow(spark)
     rng = random.Random(f"flow-{host}")

@@ -203,5 +203,12 @@ def test_a_shipped_chain_starts_counting_from_zero():
     import pickle
 
     chain = sw.chain(passing(), Step.of(Counter, step_id="count"))
-    chain.counts.rows[0] = 7  # counted in this process, not yet taken
+    chain.counts.rows = 7  # counted in this process, not yet taken
     assert pickle.loads(pickle.dumps(chain)).counts.take()[0].rows_in == 0
+
+
+def test_each_of_three_stages_counts_its_upstreams_emits_as_its_items():
+    chain = sw.chain(Step.of(Evens, step_id="evens"), passing(),
+                     Step.of(Counter, step_id="count"))
+    stages = run(chain, [Batch([("k", n) for n in range(1, 8)])]).stage_metrics
+    assert [(m.rows_in, m.emits) for m in stages.values()] == [(7, 3), (3, 3), (3, 3)]
