@@ -257,9 +257,6 @@ class Step:
         builder = self.builder
         if isinstance(builder, type):
             return overrides_notify_at(builder)
-        stages = getattr(builder, "stages_use_timers", None)
-        if callable(stages):  # a chain (sw.chain): whether any stage does
-            return bool(stages())
         try:
             sample = builder(None)
         except Exception as error:

@@ -98,11 +98,6 @@ class Chain:
             self._drivers = tuple(Driver(stage) for stage in self.stages)
         return self._drivers
 
-    def stages_use_timers(self) -> bool:
-        """Whether any stage may ask for a timer (``Step.uses_timers``): a
-        chain of timer-free stages runs with Spark's ``NoTimeout``."""
-        return any(stage.uses_timers() for stage in self.stages)
-
     @property
     def counts(self) -> "StageCounts":
         """The stages' counts since the driver last took them (this process's)."""

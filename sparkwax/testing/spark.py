@@ -73,15 +73,25 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
                              workdir=workdir, uri=uri, trigger=trigger)
 
 
-def _drain(query: Any, every_batch: bool) -> None:
+def _drain(query: Any, every_batch: bool, logged: Optional[int]) -> None:
     """Spark's ``processAllAvailable``, or for a query that asks for a
     micro-batch at every trigger (processing-time timers: Spark's never
     returns) sparkwax's (``catch_up.process_all_available``), as
-    ``sw.start``'s query does."""
+    ``sw.start``'s query does; ``logged``: the last batch in the offset log
+    when the query started, which a restart runs first without reading (not
+    a sign of being caught up)."""
     if not every_batch:
         query.processAllAvailable()
-    elif not process_all_available(query):
+    elif not process_all_available(query, woken=logged):
         query.awaitTermination()  # stopped: its failure, if any
+
+
+def _last_logged(checkpoint_dir: str) -> Optional[int]:
+    """The newest batch id in a local checkpoint's offset log (None: none)."""
+    offsets = os.path.join(checkpoint_dir, "offsets")
+    ids = [int(name) for name in os.listdir(offsets) if name.isdigit()] \
+        if os.path.isdir(offsets) else []
+    return max(ids) if ids else None
 
 
 def run_plan_on_spark(spark: Any, plan: Callable[[Any], Any], script: Sequence[ScriptStep],
@@ -100,9 +110,11 @@ def run_plan_on_spark(spark: Any, plan: Callable[[Any], Any], script: Sequence[S
     checkpoint, sink = join_path(uri, "checkpoint"), join_path(uri, f"outputs-{uuid.uuid4().hex}")
     files = 0
     every_batch = False  # a step whose Spark operator asks for a micro-batch at every trigger
+    logged: Optional[int] = None  # the offset log's last batch at the query's start
 
     def start() -> Any:
-        nonlocal every_batch
+        nonlocal every_batch, logged
+        logged = _last_logged(os.path.join(workdir, "checkpoint"))
         stream = spark.readStream.schema(input_schema).option("maxFilesPerTrigger", 1) \
             .json(join_path(uri, "input"))
         out = plan(stream)
@@ -126,14 +138,14 @@ def run_plan_on_spark(spark: Any, plan: Callable[[Any], Any], script: Sequence[S
                 files += 1
             elif isinstance(step, Crash):
                 with task_errors():  # a sparkwax error from a task as itself
-                    _drain(query, every_batch)
+                    _drain(query, every_batch, logged)
                 reports.extend(query.recentProgress)
                 query.stop()
                 query = start()
             elif isinstance(step, (Tick, Eof)):
                 continue  # Spark runs no-data batches itself; Eof needs finish()
         with task_errors():
-            _drain(query, every_batch)
+            _drain(query, every_batch, logged)
         reports.extend(query.recentProgress)
     finally:
         query.stop()

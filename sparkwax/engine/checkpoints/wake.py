@@ -58,7 +58,10 @@ def wake_timers(spark: Any, checkpoint: str, *, say: Optional[Callable[[str], No
                 now_ms: Optional[int] = None) -> Optional[int]:
     """Log a batch that reads nothing after the last committed one of
     ``checkpoint``, so the restarted query runs it at once (see the module's
-    text); return its id, or None when nothing was written."""
+    text). Returns the id of the batch the restart runs first from the
+    offset log, without looking for input: the one logged here, or the one
+    a stop or kill left planned and not committed (then nothing is
+    written). None: a first run, or Spark Connect."""
     if is_connect(spark):
         return None
     store = storage_for(spark)
@@ -69,7 +72,7 @@ def wake_timers(spark: Any, checkpoint: str, *, say: Optional[Callable[[str], No
     commits = log_files(store, join_path(checkpoint, "commits"))
     commit_path = commits.get((last_id, False))
     if commit_path is None:
-        return None  # planned, not committed: Spark runs it first at the start
+        return last_id  # planned, not committed: Spark runs it first at the start
     last = parse_offsets(last_id, store.read_text(path), path)
     watermark_ms = parse_commit(store.read_text(commit_path), commit_path)
     moment = int(wall_clock.time() * 1000) if now_ms is None else now_ms

@@ -167,7 +167,7 @@ def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: O
         writer = writer.format(format)
         query = writer.start(path) if path is not None else writer.start()
     started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
-    started.woken = woken  # reads nothing, found nothing (its offsets were logged): not
+    started.woken = woken  # runs from the offset log without looking for input: not
     #                        a sign of being caught up
     if every_batch and bounded(trigger):  # Spark would run no-data batches forever
         started.stopper = stop_when_caught_up(query, after=-1 if woken is None else woken)

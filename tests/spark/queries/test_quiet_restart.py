@@ -11,6 +11,7 @@ nothing fires for an hour.
 """
 
 import json
+import os
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -131,4 +132,37 @@ def test_available_now_after_a_restart_reads_every_waiting_file(spark, tmp_path)
         write(key)
     run_available_now()  # the wake-up batch first, then one file per batch
     keys = {row["key"] for row in sw.read_state(spark, str(tmp_path / "ck")).collect()}
+    assert keys == set("abcd"), keys
+
+
+def test_available_now_after_a_kill_reads_every_waiting_file(spark, tmp_path):
+    """A kill between the offset log and the commit leaves a batch planned:
+    the restart runs it first, from the log, without looking for input. It
+    is no sign of being caught up either: availableNow takes every file."""
+    source = tmp_path / "in"
+    source.mkdir()
+    later = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
+    checkpoint = tmp_path / "ck"
+
+    def write(key):
+        (source / f"{key}.json").write_text(json.dumps(
+            {"key": key, "ts": "2024-01-01T00:00:00Z", "due": later}) + "\n")
+
+    def run_available_now():
+        stream = spark.readStream.schema("key string, ts timestamp, due timestamp") \
+            .option("maxFilesPerTrigger", 1).json(str(source))
+        out = sw.stateful(stream, key="key", builder=DueAt, time=sw.ProcessingTime(),
+                          output_schema="kind string")
+        sw.start(out, checkpoint=str(checkpoint), trigger={"availableNow": True},
+                 path=str(tmp_path / "out")).awaitTermination()
+
+    write("a")
+    run_available_now()
+    last = max(int(name) for name in os.listdir(checkpoint / "commits") if name.isdigit())
+    for name in (str(last), f".{last}.crc"):  # as a kill -9 before the commit leaves it
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    for key in "bcd":
+        write(key)
+    run_available_now()  # the planned batch first, then one file per batch
+    keys = {row["key"] for row in sw.read_state(spark, str(checkpoint)).collect()}
     assert keys == set("abcd"), keys
