@@ -130,6 +130,26 @@ class PassThrough(sw.StatefulLogic):
         return None
 
 
+class Evens(sw.StatefulLogic):
+    """Emits the even values; counts the odd ones (its state); at EOF emits 100 + that
+    count (a chain stage whose emits the next stage counts)."""
+
+    def __init__(self, resume=None):
+        self.odd = resume or 0
+
+    def on_item(self, value):
+        if value % 2:
+            self.odd += 1
+            return [], sw.RETAIN
+        return [value], sw.RETAIN
+
+    def on_eof(self):
+        return [100 + self.odd], sw.RETAIN
+
+    def snapshot(self):
+        return self.odd
+
+
 # --- results ------------------------------------------------------------------------------
 
 

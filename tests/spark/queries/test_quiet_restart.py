@@ -106,43 +106,12 @@ def test_an_overdue_timer_fires_at_the_first_trigger_of_a_quiet_restart(
     assert batches[0] == (1, 0), f"fired in {batches[0]}, not a batch without input"
 
 
-def test_available_now_after_a_restart_reads_every_waiting_file(spark, tmp_path):
-    """The wake-up batch reads nothing and Spark runs it without looking for
-    input: it is no sign of being caught up, so availableNow (and
-    processAllAvailable) still take every file waiting at the restart."""
-    source = tmp_path / "in"
+def _waiting_files_run(spark, tmp_path, between=lambda checkpoint: None):
+    """File a, an availableNow run, ``between(checkpoint)``, files b c d, an
+    availableNow run: the keys the state then holds (each file's key)."""
+    source, checkpoint = tmp_path / "in", tmp_path / "ck"
     source.mkdir()
     later = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
-
-    def write(key):
-        (source / f"{key}.json").write_text(json.dumps(
-            {"key": key, "ts": "2024-01-01T00:00:00Z", "due": later}) + "\n")
-
-    def run_available_now():
-        stream = spark.readStream.schema("key string, ts timestamp, due timestamp") \
-            .option("maxFilesPerTrigger", 1).json(str(source))
-        out = sw.stateful(stream, key="key", builder=DueAt, time=sw.ProcessingTime(),
-                          output_schema="kind string")
-        sw.start(out, checkpoint=str(tmp_path / "ck"), trigger={"availableNow": True},
-                 path=str(tmp_path / "out")).awaitTermination()
-
-    write("a")
-    run_available_now()
-    for key in "bcd":
-        write(key)
-    run_available_now()  # the wake-up batch first, then one file per batch
-    keys = {row["key"] for row in sw.read_state(spark, str(tmp_path / "ck")).collect()}
-    assert keys == set("abcd"), keys
-
-
-def test_available_now_after_a_kill_reads_every_waiting_file(spark, tmp_path):
-    """A kill between the offset log and the commit leaves a batch planned:
-    the restart runs it first, from the log, without looking for input. It
-    is no sign of being caught up either: availableNow takes every file."""
-    source = tmp_path / "in"
-    source.mkdir()
-    later = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
-    checkpoint = tmp_path / "ck"
 
     def write(key):
         (source / f"{key}.json").write_text(json.dumps(
@@ -158,11 +127,27 @@ def test_available_now_after_a_kill_reads_every_waiting_file(spark, tmp_path):
 
     write("a")
     run_available_now()
-    last = max(int(name) for name in os.listdir(checkpoint / "commits") if name.isdigit())
-    for name in (str(last), f".{last}.crc"):  # as a kill -9 before the commit leaves it
-        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    between(checkpoint)
     for key in "bcd":
         write(key)
-    run_available_now()  # the planned batch first, then one file per batch
-    keys = {row["key"] for row in sw.read_state(spark, str(checkpoint)).collect()}
-    assert keys == set("abcd"), keys
+    run_available_now()  # the batch from the offset log first, then one file per batch
+    return {row["key"] for row in sw.read_state(spark, str(checkpoint)).collect()}
+
+
+def test_available_now_after_a_restart_reads_every_waiting_file(spark, tmp_path):
+    """The wake-up batch reads nothing and Spark runs it without looking for
+    input: it is no sign of being caught up, so availableNow (and
+    processAllAvailable) still take every file waiting at the restart."""
+    assert _waiting_files_run(spark, tmp_path) == set("abcd")
+
+
+def test_available_now_after_a_kill_reads_every_waiting_file(spark, tmp_path):
+    """A kill between the offset log and the commit leaves a batch planned:
+    the restart runs it first, from the log, without looking for input. It
+    is no sign of being caught up either: availableNow takes every file."""
+    def killed_before_the_commit(checkpoint):
+        last = max(int(name) for name in os.listdir(checkpoint / "commits") if name.isdigit())
+        for name in (str(last), f".{last}.crc"):  # as a kill -9 before the commit leaves it
+            (checkpoint / "commits" / name).unlink(missing_ok=True)
+
+    assert _waiting_files_run(spark, tmp_path, killed_before_the_commit) == set("abcd")

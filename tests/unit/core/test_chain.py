@@ -20,7 +20,7 @@ from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 from sparkwax.testing.reference import Accumulator, Counter, TransitionRecorder
 from sparkwax.testing.strategies import keyed_items, scripts, timestamped_items
 
-from kit import PassThrough, at, recorder_commands
+from kit import Evens, PassThrough, at, recorder_commands
 
 RECORDER_COMMANDS = recorder_commands()
 
@@ -73,25 +73,6 @@ def test_event_time_timers_of_a_chained_stage(script, restore):
 def test_bounded_input(items):
     chained = run_bounded(sw.chain(recorder(), passing()), items)
     assert chained.by_key == run_bounded(TransitionRecorder, items).by_key
-
-
-class Evens(sw.StatefulLogic):
-    """Emits the even values; counts the odd ones (its state)."""
-
-    def __init__(self, resume=None):
-        self.odd = resume or 0
-
-    def on_item(self, value):
-        if value % 2:
-            self.odd += 1
-            return [], sw.RETAIN
-        return [value], sw.RETAIN
-
-    def on_eof(self):
-        return [100 + self.odd], sw.RETAIN
-
-    def snapshot(self):
-        return self.odd
 
 
 def test_emits_flow_through_the_stages_each_with_its_own_snapshot():

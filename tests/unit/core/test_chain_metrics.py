@@ -18,7 +18,7 @@ from sparkwax.testing import Batch, Crash, Eof, run, run_bounded
 from sparkwax.testing.reference import Accumulator, Counter, TransitionRecorder
 from sparkwax.testing.strategies import keyed_items, scripts, timestamped_items
 
-from kit import T0, PassThrough, recorder_commands
+from kit import T0, Evens, PassThrough, recorder_commands
 
 RECORDER_COMMANDS = recorder_commands()
 TIME = sw.EventTime("ts", watermark="2 minutes")
@@ -65,22 +65,6 @@ def test_no_stage_sees_a_late_row(script, restore):
     expected["rows_late"] = 0
     assert counts(chained.stage_metrics["acc"]) == expected
     assert chained.metrics.rows_late == alone.metrics.rows_late
-
-
-class Evens(sw.StatefulLogic):
-    """Emits the even values; counts the odd ones (its state)."""
-
-    def __init__(self, resume=None):
-        self.odd = resume or 0
-
-    def on_item(self, value):
-        if value % 2:
-            self.odd += 1
-            return [], sw.RETAIN
-        return [value], sw.RETAIN
-
-    def snapshot(self):
-        return self.odd
 
 
 CHAIN = sw.chain(Step.of(Evens, step_id="evens"), Step.of(Counter, step_id="count"))
@@ -169,7 +153,9 @@ def test_a_stage_error_leaves_no_count_for_the_next_call():
 
 def test_eof_reaches_every_stage():
     result = run(CHAIN, [Batch([("k", 2)]), Eof()])
-    assert [b["count"].rows_in for b in result.batch_stage_metrics] == [1, 0]
+    # at EOF the first stage's on_eof emit (100) is the second's item
+    assert [b["count"].rows_in for b in result.batch_stage_metrics] == [1, 1]
+    assert [b["evens"].emits for b in result.batch_stage_metrics] == [1, 1]
 
 
 def test_a_stage_counts_every_timer_of_the_call():
