@@ -64,6 +64,7 @@ def end_after_batch(query: Any, jvm: Any, deadline: float, poll: float = 0.02) -
     in flight; True once its thread has ended, False at ``deadline`` (the
     caller then stops it at once)."""
     state = jvm.state()
+    between = 0  # polls in a row that found the thread between triggers
     while time.monotonic() < deadline:
         current = state.get()
         if current.toString() == "INITIALIZING":  # no batch yet: Spark's thread ends
@@ -72,7 +73,12 @@ def end_after_batch(query: Any, jvm: Any, deadline: float, poll: float = 0.02) -
             continue  # it has just become ACTIVE
         if current.toString() != "ACTIVE":
             break  # ended already, or stopped by someone else
-        if _safe_point(query, jvm):
+        point = _safe_point(query, jvm)
+        between = between + 1 if point == BETWEEN else 0
+        # Between triggers counts once seen twice, a poll apart: a query falling
+        # behind starts its next trigger as one ends, so one such reading is
+        # stale by the time the state is set (the next batch would be planning).
+        if point == IN_JOB or between >= 2:
             state.compareAndSet(current, _terminated(current))
             break
         time.sleep(poll)
@@ -97,13 +103,17 @@ def stop_quietly(query: Any, wait_seconds: float = 60.0) -> None:
         query.stop()
 
 
-def _safe_point(query: Any, jvm: Any) -> bool:
-    """Not in a trigger (the next one sees the state first), or running a
-    job of the batch (past Spark's last check before running it)."""
+BETWEEN, IN_JOB = "between triggers", "in a job of the batch"
+
+
+def _safe_point(query: Any, jvm: Any) -> Optional[str]:
+    """``BETWEEN``: not in a trigger (the next one sees the state first);
+    ``IN_JOB``: running a job of the batch (past Spark's last check before
+    running it); None: neither (planning, or between the batch's jobs)."""
     status = query.status or {}
     if not status.get("isTriggerActive"):
-        return True
-    return status.get("message") in RUNNING and _running_job(query, jvm)
+        return BETWEEN
+    return IN_JOB if status.get("message") in RUNNING and _running_job(query, jvm) else None
 
 
 def _running_job(query: Any, jvm: Any) -> bool:

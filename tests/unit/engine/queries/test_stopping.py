@@ -193,3 +193,27 @@ def test_a_query_object_without_a_jvm_has_no_execution():
     class Connect:
         pass
     assert execution(Connect()) is None
+
+
+def test_one_reading_between_triggers_of_a_query_falling_behind_is_not_enough():
+    class FallingBehind(FakeQuery):
+        """Its next trigger starts as one ends: the first reading of each
+        planning phase still shows the gap between them (already stale)."""
+
+        seen = None
+
+        @property
+        def status(self):
+            if self.phase == "planning" and self.seen != id(self.phases) + len(self.phase):
+                self.seen = id(self.phases) + len(self.phase)
+                return {"isTriggerActive": False, "message": "Waiting for next trigger"}
+            if self.phase != "planning":
+                self.seen = None
+            return FakeQuery.status.fget(self)
+
+    query = FallingBehind(["planning"] * 3 + ["job"] * 3 + ["tail", "idle"] + ["planning"] * 50)
+    thread = threading.Thread(target=query.run, daemon=True)
+    thread.start()
+    time.sleep(0.01)
+    assert end_after_batch(query, execution(query), time.monotonic() + 10, poll=0.005)
+    assert query.jvm.state().log == [("job", "TERMINATED")]  # never while planning
