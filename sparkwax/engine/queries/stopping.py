@@ -16,10 +16,11 @@ to TERMINATED (what ``stop()`` does first, without the interrupt) ends the
 query after the batch in flight, through Spark's normal shutdown. One
 condition: Spark also checks the state once more after planning a batch,
 before running it, and interrupts its own thread if it is no longer ACTIVE,
-so the state is changed only when the thread is not in a trigger or one of
-the in-flight batch's jobs is running (past that check; read from the
-scheduler's active jobs, whose job group and batch id properties the stream
-thread sets). A signal that comes after a batch's last job, as the next
+so the state is changed only when the thread is not in a trigger (seen on
+two polls in a row: a query falling behind starts its next trigger as one
+ends, so a single such reading may be stale) or one of the in-flight
+batch's jobs is running (past that check; read from the scheduler's active
+jobs, whose job group and batch id properties the stream thread sets). A signal that comes after a batch's last job, as the next
 batch starts at once (a trigger shorter than a batch), waits for that next
 batch's first job: the query then stops after it.
 
