@@ -16,3 +16,18 @@ if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
 collect_ignore = [] if os.environ.get("SPARKWAX_CONNECT_TESTS") else ["connect"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """In the compatibility tier (tests/compat/run.sh sets
+    SPARKWAX_COMPAT_LINE), the older lines take turns at a `lines` test's
+    cases (tests/tier.py)."""
+    line = os.environ.get("SPARKWAX_COMPAT_LINE")
+    if not line:
+        return
+    import tier
+
+    kept, dropped = tier.select(items, line)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -162,7 +162,7 @@ def _files(folder: Path):
     return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*")}
 
 
-@pytest.mark.lines
+@pytest.mark.lines(every=True)  # runs on 3.5 only
 @pytest.mark.parametrize("host", ["per_key", "packed"])
 def test_without_a_state_reader_the_state_tools_refuse_by_name(spark, tmp_path, host):
     """Spark 3.5 has no "statestore" reader: rescale, read_state, state show
@@ -237,7 +237,7 @@ def test_rescale_refuses_a_running_query(spark, tmp_path):
         query.stop()
 
 
-@pytest.mark.lines
+@pytest.mark.lines(since="4.0")
 @pytest.mark.parametrize("host", ["per_key", "packed"])
 def test_state_show_finish_and_restart_across_a_rescale(spark, tmp_path, host, capsys):
     """In one session: the state read after the rescale is the state before

@@ -45,7 +45,7 @@ def write_readings(tmp_path: Path) -> Path:
 STREAKS = [["s1", 1, 1], ["s1", 1, 3], ["s1", 2, 2], ["s1", 3, 3], ["s2", 1, 1], ["s2", 1, 1]]
 
 
-@pytest.mark.lines
+@pytest.mark.lines(pool="submit")  # the tier: one spark-submit test per line (tests/tier.py)
 def test_a_sibling_module_reaches_a_local_cluster_without_py_files(tmp_path):
     folder = write_readings(tmp_path)
     elsewhere = tmp_path / "elsewhere"

@@ -12,7 +12,7 @@ from sparkwax.testing import Batch, Crash, run, run_bounded
 from sparkwax.testing.reference import Accumulator
 from sparkwax.testing.spark import run_script_on_spark
 
-from kit import HOSTS_AND_BUCKETS, IN_TIER, each_spark_host_with_buckets, item, per_key
+from kit import HOSTS_AND_BUCKETS, each_spark_host_with_buckets, item, per_key
 
 pytestmark = [pytest.mark.spark, pytest.mark.lines]
 
@@ -72,7 +72,7 @@ def test_a_chain_over_a_bounded_frame_as_offline(spark, host, buckets):
 
 
 
-@pytest.mark.parametrize("host, buckets", [("packed", 2)] if IN_TIER else HOSTS_AND_BUCKETS)
+@pytest.mark.parametrize("host, buckets", HOSTS_AND_BUCKETS)
 def test_each_stage_counts_as_offline(spark, tmp_path, host, buckets):
     """The counts of the chain and of each stage in Spark's progress
     (``sparkwax-stage:<step>/<stage>``) equal the offline run's (summed over

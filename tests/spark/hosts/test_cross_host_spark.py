@@ -26,6 +26,7 @@ BY_NAME = pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASE
 HOSTS = pytest.mark.parametrize("host, buckets", [("per_key", None), ("packed", 2)])
 
 
+@pytest.mark.lines(every=True)  # the differential core: every case, every line
 @BY_NAME
 @HOSTS
 def test_streaming_on_spark(spark, tmp_path, case, host, buckets):
@@ -36,6 +37,7 @@ def test_streaming_on_spark(spark, tmp_path, case, host, buckets):
     assert (result.metrics.rows_in, result.metrics.rows_late) == (len(case.items), case.late)
 
 
+@pytest.mark.lines(every=True)
 @BY_NAME
 @HOSTS
 def test_bounded_on_spark(spark, case, host, buckets):
@@ -237,6 +239,7 @@ def test_a_bad_emit_is_the_offline_schema_error_on_spark_streaming(spark, tmp_pa
     _same_error_as_offline(case, f"SchemaError: {caught.value}")
 
 
+@pytest.mark.lines(every=True)  # Arrow's types differ between lines
 @HOSTS
 @pytest.mark.parametrize("streaming", [False, True], ids=["bounded", "streaming"])
 def test_good_emits_of_every_type_round_trip_as_offline(spark, tmp_path, host, buckets,

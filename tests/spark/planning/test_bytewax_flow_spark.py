@@ -38,7 +38,7 @@ from sparkwax.testing.spark import run_plan_on_spark  # noqa: E402
 
 cloudpickle.register_pickle_by_value(bytewax_flow)   # workers cannot import tests/
 
-pytestmark = [pytest.mark.spark, pytest.mark.lines]
+pytestmark = [pytest.mark.spark, pytest.mark.lines(since="4.0")]
 
 EVENTS = batches()
 BATCHES = EVENTS + [far_batch([e for batch in EVENTS for e in batch])]

@@ -14,10 +14,10 @@ from sparkwax.testing.reference import Accumulator
 from sparkwax.engine.checkpoints.snapshots import read_entries
 from sparkwax.testing.spark import run_plan_on_spark
 
-from kit import (IN_TIER, PassThrough, at, each_spark_host_with_buckets, per_key,
+from kit import (PassThrough, at, each_spark_host_with_buckets, per_key,
                  skip_unless_steps_follow, state_cli)
 
-pytestmark = [pytest.mark.spark, pytest.mark.lines]
+pytestmark = [pytest.mark.spark, pytest.mark.lines(since="4.0")]
 
 
 @pytest.fixture(autouse=True)
@@ -89,7 +89,7 @@ def by_region(user, emit):
 
 
 
-@pytest.mark.parametrize("second", ["accumulate"] if IN_TIER else ["tally", "accumulate"])
+@pytest.mark.parametrize("second", ["tally", "accumulate"])
 @each_spark_host_with_buckets
 def test_two_steps_over_two_keys_stream_as_offline(spark, tmp_path, host, buckets, second):
     if second == "tally":
@@ -116,7 +116,7 @@ def test_two_steps_over_two_keys_stream_as_offline(spark, tmp_path, host, bucket
         assert state == {key: _as_stored(value) for key, value in steps.snapshots.items()}
 
 
-@pytest.mark.parametrize("host", ["packed"] if IN_TIER else ["per_key", "packed"])
+@pytest.mark.parametrize("host", ["per_key", "packed"])
 def test_a_chain_following_a_step_counts_each_stage_as_offline(spark, tmp_path, host):
     """A chained step on transformWithStateInPandas (the second step): its
     stages' counts in Spark's progress are the offline run's."""

@@ -15,7 +15,7 @@ from sparkwax.testing.spark import run_script_on_spark
 
 from kit import at, each_spark_host_with_buckets, item, per_key, skip_unless_steps_follow
 
-pytestmark = [pytest.mark.spark, pytest.mark.lines]
+pytestmark = [pytest.mark.spark, pytest.mark.lines(since="4.0")]
 
 INPUT = "key string, ts timestamp, value long"
 OUTPUT = "kind string, a long, b long"

@@ -168,6 +168,7 @@ print("done")
 '''
 
 
+@pytest.mark.lines(pool="submit")  # the tier: one spark-submit test per line (tests/tier.py)
 def test_submit_once_ends_an_app_with_processing_timers(spark, tmp_path):
     """The app asks for no trigger (a ProcessingTime step gets a 1 s trigger
     and would run forever); ``sparkwax submit --once`` makes it availableNow."""

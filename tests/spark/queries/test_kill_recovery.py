@@ -5,8 +5,8 @@ mount, which only Spark's file system can open).
 
 The job (examples/recovery_app.py) runs in its own process group; it is killed
 with SIGKILL at randomly chosen micro-batches, restarted on the same checkpoint,
-and the final output rows and final state must equal an uninterrupted run's
-and the offline runner's."""
+and the final output rows and final state must equal the offline runner's over
+the micro-batches Spark ran."""
 
 import hashlib
 import json
@@ -27,15 +27,14 @@ from sparkwax.engine.spark_version import has_statestore_reader
 from sparkwax.testing import Batch, run
 from sparkwax.testing.reference import Accumulator
 
-from kit import IN_TIER, REPO, T0 as BASE, batches_spark_ran, run_to_end, run_with_kills
+from kit import IN_TIER, REPO, T0 as BASE, batches_spark_ran, run_with_kills
 
-pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
+pytestmark = pytest.mark.lines(pool="kill")  # the tier: one kill -9 test per line (tests/tier.py)
 
 APP = REPO / "examples" / "recovery_app.py"
 FILES = 10
-# the compatibility tier (tests/compat/run.sh, one run per older Spark line) kills once and
-KILLS = 1 if IN_TIER else 5
-RUNS = ("killed",) if IN_TIER else ("calm", "killed")
+# the compatibility tier (tests/compat/run.sh, one run per older Spark line) kills once
+KILLS = 1 if IN_TIER else 3
 TIME = __import__("sparkwax").EventTime("ts", watermark="2 minutes")
 
 
@@ -81,10 +80,6 @@ def _start(tmp: Path, name: str, store: str) -> subprocess.Popen:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
 
 
-def _run_to_end(tmp: Path, name: str, store: str) -> None:
-    run_to_end(lambda: _start(tmp, name, store))
-
-
 def _run_with_kills(tmp: Path, name: str, store: str, rng: random.Random) -> list:
     return run_with_kills(lambda: _start(tmp, name, store), tmp / name / "ck",
                           sorted(rng.sample(range(1, FILES - 1), KILLS)), rng)
@@ -105,26 +100,20 @@ def test_sigkill_restarts_give_exactly_once_state_and_output(spark, tmp_path, st
         spark.conf.set(key[len("spark.hadoop."):], value)
     rng = random.Random(f"kill-{store.split('/')[0]}")
     files = _make_input(tmp_path / "in", rng)
-    if "calm" in RUNS:
-        _run_to_end(tmp_path, "calm", store)
     killed_after = _run_with_kills(tmp_path, "killed", store, rng)
     assert len(killed_after) == KILLS and killed_after[-1] < FILES + 1
     try:
-        results = {}
-        for name in RUNS:
-            ran = batches_spark_ran(tmp_path / name / "ck", files)
-            assert sum(len(step.items) for step in ran if isinstance(step, Batch)) == \
-                sum(len(items) for items in files), f"{name}: every input row in one batch"
-            offline = run(Accumulator, ran, time=TIME)
-            outputs = _outputs(spark, _location(tmp_path, store, f"{name}/out"))
-            assert outputs == Counter((key, *value) for key, value in offline.outputs), name
-            state = None  # 3.5 has no state reader: the outputs (running totals) carry it
-            if has_statestore_reader(spark):
-                state = _state(spark, _location(tmp_path, store, f"{name}/ck"))
-                assert {k: v[0] for k, v in state.items()} == offline.snapshots, name
-            results[name] = (ran, outputs, state)
-        if "calm" in results and results["killed"][0] == results["calm"][0]:  # the same cuts
-            assert results["killed"][1:] == results["calm"][1:], f"kills after {killed_after}"
+        # the oracle: the offline runner over the micro-batches Spark ran, as the
+        # checkpoint's offset log records them (an uninterrupted twin run adds nothing)
+        ran = batches_spark_ran(tmp_path / "killed" / "ck", files)
+        assert sum(len(step.items) for step in ran if isinstance(step, Batch)) == \
+            sum(len(items) for items in files), "every input row in one batch"
+        offline = run(Accumulator, ran, time=TIME)
+        outputs = _outputs(spark, _location(tmp_path, store, "killed/out"))
+        assert outputs == Counter((key, *value) for key, value in offline.outputs), killed_after
+        if has_statestore_reader(spark):  # 3.5: the outputs (running totals) carry the state
+            state = _state(spark, _location(tmp_path, store, "killed/ck"))
+            assert {k: v[0] for k, v in state.items()} == offline.snapshots, killed_after
     except AssertionError:
         keep = Path(tempfile.mkdtemp(prefix=f"sparkwax-kill-failure-{store.replace('/', '-')}-"))
         shutil.copytree(tmp_path, keep, dirs_exist_ok=True)

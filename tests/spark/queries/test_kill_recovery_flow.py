@@ -18,7 +18,7 @@ from sparkwax.testing import Batch
 
 from kit import IN_TIER, REPO, T0, batches_spark_ran, run_with_kills, skip_unless_steps_follow
 
-pytestmark = pytest.mark.lines  # the tier run on every Spark line (docs/testing.md)
+pytestmark = pytest.mark.lines(since="4.0", pool="kill")  # the tier: one kill -9 test per line
 
 APP = REPO / "examples" / "regions_app.py"
 FILES = 8
@@ -55,7 +55,7 @@ def _start(tmp: Path, host: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("host", ["per_key"] if IN_TIER else ["per_key", "packed"])
+@pytest.mark.parametrize("host", ["per_key", "packed"])
 def test_two_steps_restart_after_sigkill_exactly_once(spark, tmp_path, host):
     skip_unless_steps_follow(spark)
     rng = random.Random(f"flow-{host}")
