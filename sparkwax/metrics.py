@@ -22,6 +22,7 @@ from .errors import ConfigError
 PREFIX = "sparkwax:"
 INPUT_SUFFIX = "#in"  # the rows entering a step, counted before Spark's stateful operator
 STAGE_PREFIX = "sparkwax-stage:"  # a chained step's stage: sparkwax-stage:<step id>/<stage id>
+STAGE_FIELD = "stage"  # a stage's place in its chain (0 first), beside its counts
 
 
 class _Row(Protocol):
@@ -181,7 +182,7 @@ def stage_name(step_id: str, stage_id: str) -> str:
 
 def stages_in(progress: Mapping[str, Any], step_id: str) -> Dict[str, StepMetrics]:
     """A chained step's stages' metrics in one progress report, by stage id
-    (empty for a step that is not a chain).
+    in chain order (empty for a step that is not a chain).
 
     >>> stages_in({"observedMetrics": {"sparkwax:v": {"emits": 3},
     ...                                "sparkwax-stage:v/dedupe": {"emits": 2}}}, "v")
@@ -189,9 +190,10 @@ def stages_in(progress: Mapping[str, Any], step_id: str) -> Dict[str, StepMetric
 keys_discarded=0, emits=2, callback_us=0, processing_timers_fired=0)}
     """
     start = stage_name(step_id, "")
-    return {name[len(start):]: StepMetrics.from_mapping(row)
-            for name, row in (progress.get("observedMetrics") or {}).items()
-            if name.startswith(start)}
+    found = sorted((int(_as_mapping(row).get(STAGE_FIELD) or 0), name[len(start):], row)
+                   for name, row in (progress.get("observedMetrics") or {}).items()
+                   if name.startswith(start))
+    return {stage: StepMetrics.from_mapping(row) for _, stage, row in found}
 
 
 def stages_by_batch(progresses: Iterable[Mapping[str, Any]], step_id: str
@@ -204,6 +206,28 @@ def stages_by_batch(progresses: Iterable[Mapping[str, Any]], step_id: str
         if stages:
             found[int(progress["batchId"])] = stages
     return found
+
+
+def stages_summary(progress: Mapping[str, Any]) -> str:
+    """The chained steps' stages of one progress report, for its progress
+    line: each stage's rows in and emits out, in stage order ("" for a
+    query with no chained step). With several chained steps, each stage
+    is named ``step/stage``.
+
+    >>> stages_summary({"observedMetrics": {
+    ...     "sparkwax-stage:v/count": {"rows_in": 5, "emits": 3, "stage": 1},
+    ...     "sparkwax-stage:v/dedupe": {"rows_in": 12, "emits": 5, "stage": 0}}})
+    'stages dedupe 12 in 5 out, count 5 in 3 out'
+    """
+    observed = progress.get("observedMetrics") or {}
+    steps = sorted({name[len(STAGE_PREFIX):].split("/", 1)[0]
+                    for name in observed if name.startswith(STAGE_PREFIX)})
+    shown = [(f"{step}/{stage}" if len(steps) > 1 else stage, counts)
+             for step in steps for stage, counts in stages_in(progress, step).items()]
+    if not shown:
+        return ""
+    return "stages " + ", ".join(f"{stage} {counts.rows_in:,} in {counts.emits:,} out"
+                                 for stage, counts in shown)
 
 
 def _as_mapping(row: Observed) -> Mapping[str, Any]:

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from ..._driver import Driver
 from ...errors import ConfigError
 from ...logic import Builder
-from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX, stage_name
+from ...metrics import FIELDS, INPUT_SUFFIX, PREFIX, STAGE_FIELD, stage_name
 from ...step import HOSTS, Host, Step, StepOptions, as_step, default_step_id
 from ...timers import EventTime, TimeMode
 from ..hosts.columns import InputLayout
@@ -334,12 +334,13 @@ def _observed(result: DataFrame, step_id: str, stage_ids: Sequence[str] = ()) ->
     then the counts-only rows and the column out of the output."""
     counts = F.col(METRICS_COLUMN)
     observed = result
-    for name, offset in [(PREFIX + step_id, 0)] + [
-            (stage_name(step_id, stage), stage_offset(index))
+    for name, offset, place in [(PREFIX + step_id, 0, [])] + [
+            (stage_name(step_id, stage), stage_offset(index),
+             [F.lit(index).alias(STAGE_FIELD)])   # Spark's map of metrics keeps no order
             for index, stage in enumerate(stage_ids)]:
         observed = observed.observe(name, *[
             F.coalesce(F.sum(counts[offset + index]), F.lit(0)).alias(field)
-            for index, field in enumerate(FIELDS)])
+            for index, field in enumerate(FIELDS)], *place)
     only_counts = F.coalesce(counts[len(FIELDS)], F.lit(0)) == F.lit(ONLY_METRICS)
     return observed.where(~only_counts).drop(METRICS_COLUMN)
 

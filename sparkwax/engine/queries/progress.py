@@ -3,7 +3,8 @@
 ``follow(queries)`` prints a line per finished micro-batch of each query
 (batch id, input rows, rows/s, late rows (dropped by sparkwax steps, see
 ``sparkwax.metrics``, or by Spark's own state operators), timers fired, state rows,
-watermark, duration), read from Spark's own ``StreamingQueryProgress``, to
+watermark, duration; a chained step's stages, rows in and out of each), read
+from Spark's own ``StreamingQueryProgress``, to
 stderr: through rich on an interactive terminal, plain text otherwise.
 ``stop_on_signals(queries)`` makes Ctrl-C (SIGINT) and SIGTERM stop the
 queries between micro-batches with one line saying how to resume; a second
@@ -28,7 +29,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO, Tuple
 
-from ...metrics import steps_in
+from ...metrics import stages_summary, steps_in
 from .catch_up import ran_batch
 from .stopping import end_after_batch, execution
 
@@ -51,8 +52,10 @@ def progress_line(name: str, progress: Mapping[str, Any], width: int = 0) -> str
         "1970") else "-" * 19
     what = (f"{rows:>8,} rows {rate:>9,.0f} rows/s" if rows
             else f"{'no data (timers)':>30}")
+    stages = stages_summary(progress)
     return (f"{name:<{width}}  batch {int(progress['batchId']):>3}  {what}  late {late}  "
-            f"timers {timers}  state {state:,} rows  watermark {shown}  {seconds:.1f} s")
+            f"timers {timers}  state {state:,} rows  watermark {shown}  {seconds:.1f} s"
+            + (f"  {stages}" if stages else ""))
 
 
 def printer(out: Optional[TextIO] = None) -> Say:

@@ -88,6 +88,8 @@ def test_each_stage_counts_as_offline(spark, tmp_path, host, buckets):
         "acc": {"rows_in": 7, "rows_late": 0, "timers_fired": 2, "keys_created": 3,
                 "keys_discarded": 0, "emits": 9, "processing_timers_fired": 0}}
     assert all(len(batch) == 2 for batch in online.batch_stage_metrics)
+    # in chain order (each stage's place rides beside its counts: Spark's map keeps none)
+    assert all(list(batch) == ["dedupe", "acc"] for batch in online.batch_stage_metrics)
     if not has_no_data_batch_metrics(spark):  # 3.5: a no-data batch has no metrics
         assert {stage: m.rows_in for stage, m in online.stage_metrics.items()} == \
             {stage: m.rows_in for stage, m in stages.items()}

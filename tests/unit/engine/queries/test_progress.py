@@ -7,8 +7,8 @@ import signal
 import threading
 import time
 
-from sparkwax.engine.queries.progress import (Follower, follow, query_name, stop_on_signals,
-                                      wait_for_stop)
+from sparkwax.engine.queries.progress import (Follower, follow, progress_line, query_name,
+                                              stop_on_signals, wait_for_stop)
 from sparkwax.engine.queries.query import Query
 
 
@@ -168,3 +168,27 @@ def test_a_printer_without_a_stream_writes_to_the_stderr_of_each_line(monkeypatc
     monkeypatch.setattr("sys.stderr", second)
     say("sparkwax: SIGINT: stopping")
     assert second.getvalue() == "sparkwax: SIGINT: stopping\n"
+
+
+def _chained(*stages, step="visits"):
+    return {f"sparkwax-stage:{step}/{name}": {"rows_in": rows_in, "emits": emits, "stage": place}
+            for place, (name, rows_in, emits) in stages}
+
+
+def test_a_chained_steps_stages_show_in_chain_order_on_its_line():
+    # Spark's map of observed metrics keeps no order: the stage's place does
+    observed = {**_chained((1, ("count", 5, 3)), (0, ("dedupe", 1200, 5))),
+                "sparkwax:visits": {"rows_in": 1200, "emits": 3}}
+    line = progress_line("q", {"batchId": 1, "numInputRows": 1200, "observedMetrics": observed})
+    assert line.endswith("  stages dedupe 1,200 in 5 out, count 5 in 3 out"), line
+
+
+def test_stages_of_several_chained_steps_are_named_by_step():
+    observed = {**_chained((0, ("a", 2, 1)), step="one"), **_chained((0, ("b", 1, 1)), step="two")}
+    assert progress_line("q", {"batchId": 0, "observedMetrics": observed}).endswith(
+        "  stages one/a 2 in 1 out, two/b 1 in 1 out")
+
+
+def test_a_step_without_stages_adds_nothing_to_its_line():
+    line = progress_line("q", {"batchId": 0, "observedMetrics": {"sparkwax:s": {"emits": 2}}})
+    assert "stages" not in line and line.endswith(" s")
