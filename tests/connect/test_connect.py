@@ -48,7 +48,7 @@ def test_without_shipping_the_server_cannot_import_sparkwax(remote, connect_url)
         bare.stop()
 
 
-@pytest.mark.lines
+@pytest.mark.lines(since="4.0")  # 3.5's pip package has no Connect server
 @each_spark_host_with_buckets
 def test_streaming_with_a_restart_matches_offline(remote, tmp_path, host, buckets):
     online = run_script_on_spark(remote, Accumulator, SCRIPT, input_schema=INPUT,
@@ -78,7 +78,7 @@ def test_differential_with_a_restart(remote, tmp_path_factory, host, buckets, sc
     assert per_key(online) == per_key(run(Accumulator, script, time=TIME))
 
 
-@pytest.mark.lines
+@pytest.mark.lines(since="4.0")  # 3.5's pip package has no Connect server
 @each_spark_host_with_buckets
 def test_bounded_matches_offline(remote, host, buckets):
     items = [item for step in SCRIPT if hasattr(step, "items") for item in step.items]
@@ -88,7 +88,7 @@ def test_bounded_matches_offline(remote, host, buckets):
     assert _rows_by_key(online) == per_key(run_bounded(Accumulator, items, time=TIME))
 
 
-@pytest.mark.lines
+@pytest.mark.lines(since="4.0")  # 3.5's pip package has no Connect server
 def test_start_finish_show_and_clear_over_connect(remote, connect_url, tmp_path, capsys):
     online = run_script_on_spark(remote, Accumulator, SCRIPT, input_schema=INPUT,
                                  output_schema=OUTPUT, time=TIME, workdir=str(tmp_path / "run"))
@@ -153,7 +153,7 @@ def test_operator_helpers_over_connect(remote):
     assert rules.get() == {"large": {"rule": "large", "bound": 20.0}}
 
 
-@pytest.mark.lines
+@pytest.mark.lines(since="4.0")  # 3.5's pip package has no Connect server
 def test_a_second_step_on_a_stream_is_refused_over_connect(remote, tmp_path):
     (tmp_path / "in").mkdir()
     first = sum_v1_step(remote, tmp_path / "in", "total long, version long", step_id="first")
