@@ -12,7 +12,9 @@ a checkpoint ran and compare them with its sink) needs Spark.
 
 from .checkpoint_replay import ReplayResult, replay
 from .flow import run_flow
-from .runner import RunResult, Runner, run, run_bounded
+from .bounded import run_bounded
+from .result import RunResult
+from .runner import Runner, run
 from .script import Batch, Crash, Eof, Script, ScriptStep, Tick, describe
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any

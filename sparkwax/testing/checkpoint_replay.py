@@ -45,7 +45,8 @@ from ..logic import Builder
 from ..step import Restore, Step, StepOptions, as_step, restore_mode
 from .._ops.tables import format_table
 from ..timers import EventTime, from_epoch_ms
-from .runner import RunResult, Runner
+from .result import RunResult
+from .runner import Runner
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

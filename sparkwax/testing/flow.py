@@ -27,7 +27,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 from ..errors import ConfigError
 from ..logic import Builder
 from ..step import Restore, Step
-from .runner import RunResult, Runner
+from .result import RunResult
+from .runner import Runner
 from .script import Crash, Eof, ScriptStep
 
 Rekey = Callable[[Any, Any], Optional[Tuple[Any, Any]]]

@@ -16,7 +16,6 @@ in sorted order so runs are reproducible.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice, repeat
 from operator import itemgetter
@@ -28,11 +27,11 @@ from ..errors import ConfigError, InputError
 from ..logic import Builder, overrides_notify_at
 from ..metrics import StepMetrics, add_stages, stage_counts
 from ..recovery import encode
-from ..schema import OutputSchema
 from ..step import Restore, Step, StepOptions, as_step, restore_mode
 from ..timers import (Deadlines, EventTime, Watermark, from_epoch_ms,
                       require_aware, timeout_fired, to_epoch_ms)
 from .._ops.young_gc import fewer_collections
+from .result import RunResult, output_checker
 from .script import Batch, Crash, Eof, ScriptStep, Tick
 
 if TYPE_CHECKING:
@@ -48,39 +47,6 @@ AFTER_EOF = ("Eof() ends a run, as `sparkwax.finish` ends a stream: finish runs 
              "on the checkpoint's state without changing it, so a stream restarted "
              "after finish continues from the state before EOF. To test that, run the "
              "script without Eof() and continue it; start a new run for a new stream")
-
-
-@dataclass
-class RunResult:
-    """What a run produced."""
-
-    outputs: List[Tuple[Any, Any]] = field(default_factory=list)  # (key, value), emission order
-    snapshots: Dict[Any, Any] = field(default_factory=dict)      # key -> last committed snapshot
-    timers: Dict[Any, datetime] = field(default_factory=dict)    # key -> next notify_at (UTC)
-    deadlines: Dict[Any, datetime] = field(default_factory=dict)  # -> processing_notify_at
-    late: int = 0                                                # values dropped as late
-    activations: int = 0
-    lost_state: List[str] = field(default_factory=list)          # LostStateWarning messages
-    metrics: StepMetrics = field(default_factory=StepMetrics)    # counts of the whole run
-    batch_metrics: List[StepMetrics] = field(default_factory=list)  # one per micro-batch
-    step_id: str = ""  # the step the metrics are of (its name in errors and on Spark)
-    # a chained step's (sw.chain) counts of each stage, by stage id: the whole run's, and
-    # one per micro-batch (empty for any other step)
-    stage_metrics: Dict[str, StepMetrics] = field(default_factory=dict)
-    batch_stage_metrics: List[Dict[str, StepMetrics]] = field(default_factory=list)
-
-    @property
-    def by_key(self) -> Dict[Any, List[Any]]:
-        """Outputs grouped per key, each list in emission order."""
-        grouped: Dict[Any, List[Any]] = {}
-        for key, value in self.outputs:
-            grouped.setdefault(key, []).append(value)
-        return grouped
-
-    @property
-    def live_keys(self) -> int:
-        """Keys holding state at the end of the run."""
-        return len(self.snapshots)
 
 
 class Runner:
@@ -456,47 +422,3 @@ def run(builder: Union[Builder, Step], script: Sequence[ScriptStep], *,
     options are the Runner's (docs/guide.md, "Step options"); with
     ``output_schema`` every emit is checked as the Spark hosts check it."""
     return Runner(builder, restore=restore, seed=seed, **options).run(script)
-
-
-def run_bounded(builder: Union[Builder, Step], items: Sequence[Tuple[Any, Any]],
-                **options: Unpack[StepOptions]) -> RunResult:
-    """What the Spark engine does with a bounded (batch) DataFrame: each key's
-    items as one ordered sequence (watermark per key, item by item, in
-    EventTime mode; per side, then the minimum, for ``Tagged`` values), then
-    ``on_eof``; with ``output_schema`` every emit is checked as on Spark. The
-    step options as for ``run`` (docs/guide.md, "Step options"), or
-    ``builder`` a ready ``sparkwax.Step``."""
-    step = as_step(builder, **options)
-    driver = Driver(step)
-    outputs = output_checker(step)
-    groups: Dict[Any, List[Any]] = {}
-    for key, value in items:
-        groups.setdefault(key, []).append(value)
-    result = RunResult(step_id=step.step_id, stage_metrics=stage_counts(driver.stage_ids))
-    for key in sorted_keys(list(groups)):
-        values = groups[key]
-        acts = driver.activate_keys(KeyBatch([key], [values], bounded=True, read_columns=True,
-                                             snapshots=True))
-        emits = acts.emits[0]
-        if outputs is not None and emits:
-            outputs.check(driver.step_id, key, emits)
-        result.outputs.extend(zip(repeat(key), emits))
-        result.late += acts.metrics.rows_late
-        result.activations += 1
-        result.metrics += acts.metrics
-        add_stages(result.stage_metrics, acts.stages)
-        if acts.states[0] is not None:
-            result.snapshots[key] = acts.snapshots[0]
-            if acts.timers[0] is not None:
-                result.timers[key] = from_epoch_ms(acts.timers[0])
-    result.batch_metrics.append(result.metrics)
-    if result.stage_metrics:
-        result.batch_stage_metrics.append(dict(result.stage_metrics))
-    return result
-
-
-def output_checker(step: Step) -> Optional[OutputSchema]:
-    """The checker of a step's ``output_schema`` (None: emits are not checked)."""
-    if step.output_schema is None:
-        return None
-    return OutputSchema.of(step.output_schema, step.step_id)

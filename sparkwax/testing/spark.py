@@ -42,7 +42,7 @@ from ..logic import Builder
 from ..metrics import StepMetrics, by_batch, stages_by_batch, steps_in
 from .._ops.rebuild import task_errors
 from ..step import Host, Step, StepOptions
-from .runner import RunResult
+from .result import RunResult
 from .script import Batch, Crash, Eof, ScriptStep, Tick
 
 if TYPE_CHECKING:

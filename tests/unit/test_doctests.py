@@ -9,6 +9,7 @@ MODULES = [
     "sparkwax", "sparkwax.errors", "sparkwax.logic", "sparkwax.timers", "sparkwax.recovery",
     "sparkwax._driver", "sparkwax._driver.results", "sparkwax._driver.order",
     "sparkwax._driver.routes", "sparkwax.testing", "sparkwax.testing.runner",
+    "sparkwax.testing.result", "sparkwax.testing.bounded",
     "sparkwax.testing.script", "sparkwax.testing.reference", "sparkwax.testing.strategies",
     "sparkwax.testing.strategies.logic_check", "sparkwax.cli.commands.state",
     "sparkwax.operators.windows.windowers", "sparkwax.operators.windows._aggs",

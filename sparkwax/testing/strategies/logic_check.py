@@ -35,7 +35,8 @@ from hypothesis.strategies import SearchStrategy
 from ...errors import SparkwaxError
 from ...logic import Builder
 from ...step import Step, StepOptions, as_step
-from ..runner import RunResult, output_checker, run
+from ..result import RunResult, output_checker
+from ..runner import run
 from ..script import Crash, Script, describe
 from . import scripts as scripts_strategy
 

@@ -127,7 +127,8 @@ ENTRY_SOURCES = {
     "frames.py": ["join"],
     "engine/checkpoints/finish.py": ["finish"],
     "engine/checkpoints/state/restore_check.py": ["check_state"],
-    "testing/runner.py": ["run", "run_bounded", "Runner.__init__"],
+    "testing/runner.py": ["run", "Runner.__init__"],
+    "testing/bounded.py": ["run_bounded"],
     "testing/strategies/logic_check.py": ["check_logic"],
     "testing/checkpoint_replay.py": ["replay"],
     "testing/spark.py": ["run_script_on_spark"],  # the Spark test harness
