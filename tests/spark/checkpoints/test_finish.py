@@ -168,7 +168,7 @@ def test_start_refuses_a_changed_output_schema(spark, tmp_path):
 def test_the_step_description_reaches_start_through_downstream_columns(spark, tmp_path,
                                                                         host, buckets):
     """The description rides in the metadata of the step's output attributes
-    (``plan.described``): ``sw.start`` finds it through a select of one
+    (``description.described``): ``sw.start`` finds it through a select of one
     output column, an alias, a new column and a union after the step."""
     from pyspark.sql import functions as F
 

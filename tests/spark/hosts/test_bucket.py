@@ -132,7 +132,7 @@ def test_a_foreign_blob_is_refused():
         Bucket.decode(pickle.dumps({"k": (b"x", None, None)}))
 
 
-@pytest.mark.parametrize("name", ["hosts.bucket", "hosts.packed", "planning.plan",
+@pytest.mark.parametrize("name", ["hosts.bucket", "hosts.packed", "planning.description",
                                   "hosts.prepack"])
 def test_module_examples_run(name):
     import doctest

@@ -159,7 +159,7 @@ def compare_shape(spark: Any, checkpoint: str, step: Step) -> Tuple[List[str], O
     ``logic_description``; the key and output columns, which the restart's
     DataFrame decides, are the record's), or why that could not be
     compared (one line: no record, a damaged one, another step's)."""
-    from ...planning.plan import logic_description
+    from ...planning.description import logic_description
     from ..step_changes import describe_changes
 
     try:
