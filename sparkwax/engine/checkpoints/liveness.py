@@ -11,6 +11,8 @@ since when) and a beat counter that a daemon thread renews every
 removes it; a killed process leaves it behind, and ``live_holder`` tells a
 live record from a dead one:
 
+- no record: nobody, once no write of one is under way (``read_settled``:
+  Hadoop's rename over a file deletes it first on local disks and ViewFS);
 - a query of this process's sessions on the checkpoint, or a lease of this
   process: live;
 - a record of this host whose process is gone: dead, at once;
@@ -49,6 +51,7 @@ FILE = "sparkwax-live.json"
 BEAT_SECONDS = 2.0
 WATCH_SECONDS = 2 * BEAT_SECONDS + 1.0
 STALE_SECONDS = 120.0
+SETTLE_TRIES = 40  # reads 50 ms apart while a record is being written (read_settled)
 
 _HELD: Dict[str, "Lease"] = {}  # run id -> this process's leases
 _HELD_LOCK = threading.Lock()
@@ -82,6 +85,37 @@ def read_holder(store: Any, checkpoint: str) -> Optional[Holder]:
         return Holder(**fields) if isinstance(fields, dict) else None
     except Exception:  # not JSON, other fields, or gone between listing and reading
         return None
+
+
+def _being_written(store: Any, checkpoint: str) -> bool:
+    """Whether a lease is writing its record now: the storage's staging file
+    (``.sparkwax-live.json.<µs>.tmp``) or its checksum (``..tmp.crc``, renamed
+    after the data on local disks) lies beside it. Hadoop's rename over a
+    file deletes the old one first on the local and ViewFS file systems, so
+    a reader then finds no record (or one its old checksum refuses)
+    although one is held."""
+    staging = f".{FILE}."
+    return any(staging in entry.name and entry.name.endswith((".tmp", ".tmp.crc"))
+               for entry in store.list(checkpoint, hidden=True))
+
+
+def read_settled(store: Any, checkpoint: str, *, sleep: Callable[[float], None] = wall_clock.sleep,
+                 tries: int = SETTLE_TRIES) -> Optional[Holder]:
+    """``read_holder``, read again (every 50 ms, ``tries`` times at most)
+    while it finds no record and a write of one is under way, and once more
+    20 ms later when none is: no record then is not "nobody holds it"."""
+    holder = read_holder(store, checkpoint)
+    for _ in range(tries):
+        if holder is not None:
+            break
+        if not _being_written(store, checkpoint):
+            # one more look a moment later: a renewal paused by the scheduler between its
+            # renames (the data's, then its checksum's, which no listing shows) looks so too
+            sleep(0.02)
+            return read_holder(store, checkpoint)
+        sleep(0.05)
+        holder = read_holder(store, checkpoint)
+    return holder
 
 
 def _pid_space() -> int:
@@ -140,7 +174,7 @@ def live_holder(spark: Any, checkpoint: str, *, watch_seconds: float = WATCH_SEC
     if here is not None:
         return here
     store = storage_for(spark)
-    holder = read_holder(store, checkpoint)
+    holder = read_settled(store, checkpoint, sleep=sleep)
     if holder is None:
         return None
     if holder.pid == os.getpid() and holder.host == socket.gethostname():
@@ -223,8 +257,8 @@ class Lease:
                     if not active():
                         break
                     self._write()
-                except Exception:  # the JVM is gone (interpreter exit): stop renewing
-                    return
+                except Exception:  # no answer this time (the JVM busy, a write refused, or
+                    continue       # gone at exit, where release stops the loop): try again
             self.release()
         self._thread = threading.Thread(target=beat, name="sparkwax-liveness", daemon=True)
         self._thread.start()
@@ -253,5 +287,5 @@ def _release_all() -> None:
         lease.release()
 
 
-__all__ = ["BEAT_SECONDS", "FILE", "Holder", "Lease", "STALE_SECONDS", "WATCH_SECONDS",
-           "live_holder", "read_holder", "refuse_if_live"]
+__all__ = ["BEAT_SECONDS", "FILE", "Holder", "Lease", "SETTLE_TRIES", "STALE_SECONDS",
+           "WATCH_SECONDS", "live_holder", "read_holder", "read_settled", "refuse_if_live"]

@@ -174,11 +174,12 @@ class HadoopStorage:
         return staging
 
     def replace_text(self, path: str, text: str) -> None:
-        """Write one file so that a reader finds the old text or the new one,
-        never no file: a temporary file renamed over it with Hadoop's
-        ``FileContext.rename(..., OVERWRITE)`` (atomic on HDFS and local
-        disks; on object stores a copy over the old object). Where that
-        rename is refused, ``write_text``."""
+        """Write one file, never half: a temporary file renamed over it with
+        Hadoop's ``FileContext.rename(..., OVERWRITE)`` (atomic on HDFS; on
+        the local and ViewFS file systems Hadoop deletes the old file first,
+        so a reader may find none for a moment while the temporary file
+        lies beside it, ``liveness.read_settled``; on object stores a copy
+        over the old object). Where that rename is refused, ``write_text``."""
         fs, hadoop_path = self._fs(path)
         staging = self._staged(fs, hadoop_path, text)
         hadoop_fs = self._jvm.org.apache.hadoop.fs
