@@ -11,6 +11,8 @@ import ...``, ``from spark_confs import confs``."""
 import os
 import sys
 
+import pytest
+
 TESTS = os.path.dirname(os.path.abspath(__file__))
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
@@ -18,6 +20,7 @@ if TESTS not in sys.path:
 collect_ignore = [] if os.environ.get("SPARKWAX_CONNECT_TESTS") else ["connect"]
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k and -m: `run.sh LINE -k kill` runs the tier's own
 def pytest_collection_modifyitems(config, items):
     """In the compatibility tier (tests/compat/run.sh sets
     SPARKWAX_COMPAT_LINE), the older lines take turns at a `lines` test's
