@@ -22,7 +22,7 @@ MODULES = [
     "sparkwax._ops.young_gc", "sparkwax._ops.tables", "sparkwax.cli.arg_types",
     "sparkwax.engine.checkpoints.state.asked", "sparkwax.engine.session.log_levels",
     "sparkwax.engine.spark_version", "sparkwax.engine.checkpoints.step_changes",
-    "sparkwax.engine.deploy.session_confs",
+    "sparkwax.engine.deploy.session_confs", "sparkwax.engine.checkpoints.storage",
 ]
 
 

@@ -45,7 +45,7 @@ from typing import Any, Callable, Dict, Optional, Type
 from .format.paths import join_path
 from ...errors import ConfigError, SparkwaxError
 from ..deploy.session_confs import is_connect
-from .storage import storage_for
+from .storage import is_staging_of, storage_for
 
 FILE = "sparkwax-live.json"
 BEAT_SECONDS = 2.0
@@ -89,13 +89,10 @@ def read_holder(store: Any, checkpoint: str) -> Optional[Holder]:
 
 def _being_written(store: Any, checkpoint: str) -> bool:
     """Whether a lease is writing its record now: the storage's staging file
-    (``.sparkwax-live.json.<µs>.tmp``) or its checksum (``..tmp.crc``, renamed
-    after the data on local disks) lies beside it. Hadoop's rename over a
+    (``.sparkwax-live.json.<µs>.tmp``) lies beside it. Hadoop's rename over a
     file deletes the old one first on the local and ViewFS file systems, so
-    a reader then finds no record (or one its old checksum refuses)
-    although one is held."""
-    staging = f".{FILE}."
-    return any(staging in entry.name and entry.name.endswith((".tmp", ".tmp.crc"))
+    a reader then finds no record although one is held."""
+    return any(is_staging_of(entry.name, FILE)
                for entry in store.list(checkpoint, hidden=True))
 
 

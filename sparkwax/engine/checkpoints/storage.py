@@ -20,8 +20,8 @@ Python's ``os``: every read, listing, write and delete goes through
 >>> store.write_text("viewfs://cluster/data/ck/notes.json", "{}")  # doctest: +SKIP
 >>> store.read_text("viewfs://cluster/data/ck/notes.json")       # doctest: +SKIP
 '{}'
->>> missing_filesystem_hint("s3a")
-'the hadoop-aws jar (and its AWS SDK bundle) matching Spark\\'s Hadoop version, e.g. --packages org.apache.hadoop:hadoop-aws:<hadoop version>'
+>>> print(missing_filesystem_hint("s3a"))
+the hadoop-aws jar (and its AWS SDK bundle) matching Spark's Hadoop version, e.g. --packages org.apache.hadoop:hadoop-aws:<hadoop version>
 """
 
 from __future__ import annotations
@@ -36,6 +36,24 @@ from ..deploy.session_confs import is_connect
 from .format.paths import join_path, scheme_of
 
 CLEARED_MARKER = "cleared by sparkwax"
+
+
+def staging_name(name: str, micros: int) -> str:
+    """The hidden temporary file ``write_text``/``replace_text`` write
+    ``name`` to before renaming it over ``name``.
+
+    >>> staging_name("sparkwax-live.json", 17)
+    '.sparkwax-live.json.17.tmp'
+    >>> is_staging_of(staging_name("sparkwax-live.json", 17), "sparkwax-live.json")
+    True
+    """
+    return f".{name}.{micros}.tmp"
+
+
+def is_staging_of(entry: str, name: str) -> bool:
+    """Whether folder entry ``entry`` is a temporary file of ``name`` (a
+    write of it under way, or one cut short)."""
+    return entry.startswith(f".{name}.") and entry.endswith(".tmp")
 
 _HINTS = {
     ("s3", "s3a", "s3n"): "the hadoop-aws jar (and its AWS SDK bundle) matching Spark's "
@@ -164,8 +182,8 @@ class HadoopStorage:
 
     def _staged(self, fs: Any, hadoop_path: Any, text: str) -> Any:
         """``text`` written to a hidden temporary file beside ``hadoop_path``."""
-        staging = self._path(
-            hadoop_path.getParent(), f".{hadoop_path.getName()}.{int(wall_clock.time() * 1e6)}.tmp")
+        staging = self._path(hadoop_path.getParent(),
+                             staging_name(hadoop_path.getName(), int(wall_clock.time() * 1e6)))
         stream = fs.create(staging, True)
         try:
             stream.write(bytearray(text.encode("utf-8")))
