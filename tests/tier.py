@@ -10,7 +10,7 @@ lines a test can run on at all; tests marked with one `pool="kill"` take
 turns as one test (each line runs one of them). docs/testing.md, "Other
 Spark lines".
 
->>> turns(5, "4.0")   # five cases over four lines: the second and the fifth
+>>> turns(5, "4.0")   # five cases over four lines: 4.0 the second (3.5 the first and fifth)
 [1]
 >>> [turns(2, line) for line in OLDER_LINES]
 [[0], [1], [0], [1]]
@@ -23,7 +23,7 @@ from __future__ import annotations
 import zlib
 from typing import List, Sequence
 
-# the Makefile's OLDER_LINES: the tier runs on each
+# the Makefile's OLDER_LINES (tests/unit/test_tier_turns.py holds them equal): the tier runs on each
 OLDER_LINES = ("3.5", "4.0", "4.1", "4.2")
 
 

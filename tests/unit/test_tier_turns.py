@@ -1,9 +1,13 @@
 """The compatibility tier's turns (tests/tier.py): every line runs a case of
 each test, every case runs on an older line."""
 
+import doctest
+import re
+
 from hypothesis import given, strategies as st
 
 import tier
+from kit import REPO
 
 
 @given(count=st.integers(1, 40), shift=st.integers(0, 2**32),
@@ -56,3 +60,10 @@ def test_a_pool_runs_one_of_its_tests_per_line_and_each_on_a_line():
         assert runnable, line
         ran.update(item.nodeid for item in runnable)
     assert ran == {item.nodeid for item in items[:4]}
+
+
+def test_the_lines_are_the_makefiles_and_the_examples_run():
+    older = re.search(r"^OLDER_LINES \?= (.+)$", (REPO / "Makefile").read_text(), re.M)
+    assert older is not None and tuple(older.group(1).split()) == tier.OLDER_LINES
+    failures, tried = doctest.testmod(tier)
+    assert failures == 0 and tried > 0
