@@ -23,7 +23,7 @@ import pickle
 from types import ModuleType
 from typing import NamedTuple
 
-from .errors import SnapshotError
+from .errors import SnapshotError, short_repr
 
 MAGIC = b"SWX"
 FORMAT_VERSION = 1
@@ -49,19 +49,37 @@ class BlobInfo(NamedTuple):
 
 
 def encode(snapshot: object, *, step_id: str, key: object) -> bytes:
-    """Header + pickle of ``snapshot``; cloudpickle only if pickle fails."""
+    """Header + pickle of ``snapshot`` (what ``snapshot()`` returned for
+    ``key``); cloudpickle only if pickle fails."""
     try:
-        return _PLAIN_HEADER + pickle.dumps(snapshot, protocol=_PROTOCOL)
+        return _pickled(snapshot)
+    except _Unpicklable as failed:
+        raise SnapshotError(
+            step_id, key, "snapshot", snapshot,
+            f"snapshot() returned a value that cannot be pickled: {failed.plain}; "
+            "return plain data (dicts, tuples, numbers, strings, datetimes)",
+        ) from failed.__cause__
+
+
+class _Unpicklable(Exception):
+    """Neither pickle nor cloudpickle took a value (``plain``: pickle's error)."""
+
+    def __init__(self, plain: Exception) -> None:
+        super().__init__(str(plain))
+        self.plain = plain
+
+
+def _pickled(value: object) -> bytes:
+    """Header + pickle of ``value``, cloudpickle's when pickle fails, or
+    ``_Unpicklable`` (cloudpickle's error as its cause)."""
+    try:
+        return _PLAIN_HEADER + pickle.dumps(value, protocol=_PROTOCOL)
     except Exception as plain_error:  # PicklingError, TypeError, AttributeError...
         try:
-            payload: bytes = _cloudpickle().dumps(snapshot, protocol=_PROTOCOL)
+            payload: bytes = _cloudpickle().dumps(value, protocol=_PROTOCOL)
             return _CLOUD_HEADER + payload
         except Exception as cloud_error:
-            raise SnapshotError(
-                step_id, key, "snapshot", snapshot,
-                f"snapshot() returned a value that cannot be pickled: {plain_error}; "
-                "return plain data (dicts, tuples, numbers, strings, datetimes)",
-            ) from cloud_error
+            raise _Unpicklable(plain_error) from cloud_error
 
 
 def _cloudpickle() -> ModuleType:
@@ -96,12 +114,23 @@ def blob_info(blob: bytes, *, step_id: str = "?", key: object = None) -> BlobInf
 
 def encode_snapshot(snapshot: object) -> bytes:
     """``snapshot`` encoded as a step stores it (and as a seed's
-    ``snapshot`` column holds it: ``sw.stateful(..., seed=)``).
+    ``snapshot`` column holds it: ``sw.stateful(..., seed=)``). A value that
+    cannot be pickled is a SnapshotError about that value (``callback``
+    ``"encode_snapshot"``; no step or key: it is not a step's yet).
 
     >>> decode(encode_snapshot((3, "open")), step_id="s", key="k")
     (3, 'open')
     """
-    return encode(snapshot, step_id="seed", key=None)
+    try:
+        return _pickled(snapshot)
+    except _Unpicklable as failed:
+        error = SnapshotError("", None, "encode_snapshot", snapshot,
+                              f"the value given cannot be pickled: {failed.plain}; give it "
+                              "plain data (dicts, tuples, numbers, strings, datetimes), as "
+                              "the step's builder takes for resume_state")
+        Exception.__init__(error, f"sw.encode_snapshot: {error.reason} "
+                                  f"(got {short_repr(snapshot)})")
+        raise error from failed.__cause__
 
 
 def decode(blob: bytes, *, step_id: str, key: object) -> object:

@@ -6,11 +6,12 @@ one-key batch through the same door.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, List, Optional, Sequence, Tuple, cast
 
 from .. import recovery
 from ..clock import Clock, reset_clock, set_clock
-from ..errors import NO_VALUE
+from ..errors import NO_VALUE, LogicError, short_repr
 from ..logic import Logic
 from ..step import Step
 from ..timers import EventTime
@@ -130,7 +131,7 @@ class Driver(Routes):
         and, for a logic with deadlines, ``processing_notify_at()``, each
         validated as in an activation (the same errors: SnapshotError,
         BuilderError, CallbackError, NotifyAtError), at the clock ``now_ms``."""
-        blob, timer, _, deadline = self.seed(key, stored, now_ms, processing_ms)
+        blob, timer, _, deadline = self._restored(key, stored, now_ms, processing_ms)
         return Restored(blob, timer, deadline)
 
     def seed(self, key: Any, stored: bytes, now_ms: Optional[int] = None,
@@ -142,7 +143,17 @@ class Driver(Routes):
         timer, armed, deadline)``. ``armed`` is the timeout a host arms for
         the timer as if it had been committed before that batch (``timer -
         1``: Spark wakes a key once its clock is past it), so a seeded timer
-        already due fires in the first batch, as after a restart."""
+        already due fires in the first batch, as after a restart. Its errors
+        say the snapshot came from the seed."""
+        try:
+            return self._restored(key, stored, now_ms, processing_ms)
+        except LogicError as error:
+            raise _from_seed(error) from error
+
+    def _restored(self, key: Any, stored: bytes, now_ms: Optional[int],
+                  processing_ms: Optional[int]
+                  ) -> Tuple[bytes, Optional[int], Optional[int], Optional[int]]:
+        """``seed``'s and ``restore_check``'s work."""
         token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
             logic, _ = self._restore(key, stored)
@@ -150,3 +161,14 @@ class Driver(Routes):
         finally:
             reset_clock(token)
         return cast(bytes, blob), timer, None if timer is None else timer - 1, deadline
+
+
+def _from_seed(error: LogicError) -> LogicError:
+    """``error`` (same class and fields), its message saying that the
+    snapshot it is about came from the step's seed."""
+    seeded = copy.copy(error)
+    Exception.__init__(seeded, f"{error}; raised restoring key {short_repr(error.key)}'s "
+                               f"snapshot from the seed of step {error.step_id!r} (seed=): a "
+                               f"seed's snapshot column holds sw.encode_snapshot(value) of a "
+                               f"value the step's builder takes as resume_state")
+    return seeded

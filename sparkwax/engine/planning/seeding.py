@@ -67,8 +67,50 @@ def seed_input(df: Any, seed: Any, step_id: str, keys: Sequence[str],
         raise ConfigError(f"step {step_id!r}: the seed's {SNAPSHOT!r} column must be binary "
                           f"(sw.encode_snapshot of each snapshot), it is "
                           f"{given[SNAPSHOT].dataType.simpleString()}")
+    for name in keys:
+        check_key_type(step_id, name, given[name].dataType, fields[name].dataType,
+                       [(key, fields[key].dataType) for key in keys])
     return seed.select(*[F.col(f"`{name}`").cast(fields[name].dataType).alias(name)
                          for name in keys], F.col(SNAPSHOT))
 
 
-__all__ = ["seed_frame", "seed_input"]
+_WIDER = [T.ByteType, T.ShortType, T.IntegerType, T.LongType]  # each holds the ones before
+
+
+def widens(given: T.DataType, wanted: T.DataType) -> bool:
+    """Whether every value of type ``given`` is the same value as ``wanted``:
+    the same type (nullability aside), or a narrower integer into a wider
+    one. Every other cast can change a key or lose it (``1`` to ``'1'``,
+    ``'01'`` to ``1``, µs to ms), so a seed's key column must not need one.
+
+    >>> widens(T.IntegerType(), T.LongType()), widens(T.LongType(), T.StringType())
+    (True, False)
+    >>> widens(T.LongType(), T.IntegerType()), widens(T.TimestampType(), T.TimestampNTZType())
+    (False, False)
+    """
+    if given.simpleString() == wanted.simpleString():
+        return True
+    ranks = [index for index, kind in enumerate(_WIDER) if isinstance(given, kind)]
+    return bool(ranks) and any(isinstance(wanted, kind) for kind in _WIDER[ranks[0]:])
+
+
+def check_key_type(step_id: str, name: str, given: T.DataType, wanted: T.DataType,
+                   key: Sequence[Any]) -> None:
+    """A ConfigError when the seed's key column ``name`` (of type ``given``)
+    does not hold the step's key values (``wanted``) as they are: seeded
+    under a cast key, a key's state would go to another key (or none) and
+    the real key would start new. ``key``: the step's ``(name, type)``s."""
+    if widens(given, wanted):
+        return
+    ddl = ", ".join(f"{column} {kind.simpleString()}" for column, kind in key)
+    raise ConfigError(f"step {step_id!r}: the seed's key column {name!r} is "
+                      f"{given.simpleString()} but the step's key {name!r} is "
+                      f"{wanted.simpleString()}; seeding through a cast could give a key's "
+                      f"state to another key (a bigint 1 seeds the string key '1') and start "
+                      f"the real key new, so the seed is refused. Build the seed with the "
+                      f"step's key types: sw.seed_frame(spark, snapshots, {ddl!r}), or a "
+                      f"{name!r} column of type {wanted.simpleString()} (only a narrower "
+                      f"integer into a wider one is taken as it is)")
+
+
+__all__ = ["check_key_type", "seed_frame", "seed_input", "widens"]

@@ -73,3 +73,29 @@ def test_a_seed_is_refused_by_name_where_it_cannot_work(spark, tmp_path):
     with pytest.raises(sw.ConfigError, match="seed= takes a bounded DataFrame"):
         sw.stateful(stream, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
                     seed=stream, step_id="acc")
+
+
+def test_a_seed_key_of_another_type_is_refused_by_name(spark, tmp_path):
+    """A bigint seed for a string key gave key '1' the state and started the
+    real key new, silently (issue 50); only an integer widening is taken."""
+    skip_unless_steps_follow(spark)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    stream = spark.readStream.schema(INPUT).json(str(folder))
+    snapshot = seeds()["a"]
+    for ddl, key, given in [("key long", 1, "bigint"), ("key timestamp", at(0), "timestamp"),
+                            ("key binary", b"a", "binary")]:
+        seed = sw.seed_frame(spark, {key: snapshot}, ddl)
+        with pytest.raises(sw.ConfigError, match=rf"step 'acc': the seed's key column 'key' is "
+                                                 rf"{given} but the step's key 'key' is string"
+                                                 rf".*sw.seed_frame\(spark, snapshots, "
+                                                 rf"'key string'\)"):
+            sw.stateful(stream, key="key", builder=Accumulator, output_schema=OUTPUT,
+                        time=TIME, seed=seed, step_id="acc")
+    numbered = spark.readStream.schema("key long, ts timestamp, value long").json(str(folder))
+    with pytest.raises(sw.ConfigError, match="the seed's key column 'key' is string but the "
+                                             "step's key 'key' is bigint"):
+        sw.stateful(numbered, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                    seed=sw.seed_frame(spark, {"1": snapshot}, "key string"), step_id="acc")
+    sw.stateful(numbered, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                seed=sw.seed_frame(spark, {1: snapshot}, "key int"), step_id="acc")  # widened

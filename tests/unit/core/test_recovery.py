@@ -208,3 +208,40 @@ def test_a_live_logics_notify_at_error(order):
                    order=order)
     assert_error(error, CallbackError, "s", "k", "notify_at", NO_VALUE,
                  "notify_at() raised ValueError('no timer')")
+
+
+def test_encode_snapshot_of_an_unpicklable_value_names_that_call():
+    """The user called sw.encode_snapshot, not a snapshot(): the error is
+    about the value given to it (issue 50); the driver's own encode still
+    names snapshot(), its step and key."""
+    lock = threading.Lock()
+    with pytest.raises(SnapshotError) as caught:
+        sw.encode_snapshot({"lock": lock})
+    error = caught.value
+    assert str(error).startswith("sw.encode_snapshot: the value given cannot be pickled: ")
+    assert "snapshot()" not in str(error) and "lock" in str(error)
+    assert (error.callback, error.key, error.value) == ("encode_snapshot", None, {"lock": lock})
+    assert str(pickle.loads(pickle.dumps(error))) == str(error)  # as Spark ships it
+    with pytest.raises(SnapshotError, match=r"^step 's', key 'k', snapshot: snapshot\(\) "
+                                            r"returned a value that cannot be pickled"):
+        encode({"lock": lock}, step_id="s", key="k")
+
+
+def test_a_bad_seed_snapshot_says_it_came_from_the_seed():
+    """Driver.seed (every host's seeding) names the seed; restore_check
+    (``sparkwax state check``), which restores the same way, does not."""
+    with pytest.raises(SnapshotError) as caught:
+        driver().seed("k", b"junk", 0)
+    assert str(caught.value).startswith("step 's', key 'k', decode: not a sparkwax snapshot")
+    assert "raised restoring key 'k''s snapshot from the seed of step 's' (seed=)" in \
+        str(caught.value)
+    assert (caught.value.step_id, caught.value.key) == ("s", "k")
+
+    def builder(resume):
+        raise ValueError("no such state")
+
+    error = raised(driver(builder).seed, "k", encode(1, step_id="s", key="k"), 0)
+    assert type(error).__name__ == "BuilderError" and error.callback == "builder(resume_state)"
+    assert "ValueError('no such state')" in str(error) and "from the seed of step 's'" in str(error)
+    error = raised(driver().restore_check, "k", b"junk", 0)
+    assert "seed" not in str(error)
