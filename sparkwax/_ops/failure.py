@@ -4,8 +4,9 @@ When a query fails in a task, the driver gets Spark's ``StreamingQueryException`
 (several KB: the worker's traceback, the plan) with the sparkwax error
 somewhere inside. ``failure_block(error)`` reads it (``rebuild``) and says,
 in a few lines: the sparkwax error (class, step, key, callback, message),
-where it ran (a task on an executor, with the micro-batch when known, or the
-driver) and what to do.
+where it ran (a task on an executor, with the micro-batch when known, the
+Python worker Spark starts on the driver for a re-keyed or seeded step, or
+the driver) and what to do.
 
 >>> from sparkwax.errors import CallbackError
 >>> error = CallbackError("bursts", "c1", "on_item", {"amount": 0}, "raised ZeroDivisionError")
@@ -44,6 +45,11 @@ FILE_ENV = "SPARKWAX_FAILURE_FILE"
 VERBOSE_ENV = "SPARKWAX_VERBOSE"
 _TASK_MARKERS = ("PythonException", "PYTHON_EXCEPTION", "StreamingQueryException",
                  "STREAM_FAILED", "Task ", "SparkException")
+# the Python process Spark starts on the driver for a transformWithStateInPandas step
+# (re-keyed or seeded), before its first micro-batch: its failure, as the JVM reports it
+_PRE_INIT_MARKERS = ("transform_with_state_driver_worker", "PythonPreInitRunner")
+PRE_INIT_WORKER = ("the driver, in Spark's pre-init Python worker of a re-keyed or seeded step "
+                   "(transformWithStateInPandas)")
 _BATCH = re.compile(r"\[batchId = (\d+)\]")
 _PY_ERROR = re.compile(r"(?m)^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (.*)$")
 _TODO = (
@@ -76,14 +82,21 @@ def failure_block(error: BaseException, *, where: Optional[str] = None,
         batch = getattr(found, "batch_id", None)
     if batch is None and spark_error is not None:
         batch = _batch_of(_text(spark_error))
+    pre_init = spark_error is not None and any(marker in _text(spark_error)
+                                               for marker in _PRE_INIT_MARKERS)
     if where is None:
-        where = "a task on an executor" if spark_error is not None else "the driver"
+        where = (PRE_INIT_WORKER if pre_init else
+                 "a task on an executor" if spark_error is not None else "the driver")
     shown_where = where if batch is None else f"{where}, micro-batch {batch}"
     if found is None:  # a task failed with a Python error that is not sparkwax's
         kind, message = _python_error(_text(spark_error)) or (type(spark_error).__name__,
                                                               _first_line(spark_error))
-        todo = ("ship the module with the app (sparkwax submit does; see docs/deploy.md)"
-                if kind == "ModuleNotFoundError" else "see the message")
+        todo = "see the message"
+        if kind == "ModuleNotFoundError":
+            todo = ("ship the module with the app (sparkwax submit does; see docs/deploy.md), "
+                    + ("or install it in the driver's Python: sparkwax puts the job's "
+                       "--py-files and addPyFile files on this worker's path" if pre_init else
+                       "or install it in the executors' Python"))
         lines = [f"sparkwax: the app failed: {kind}", f"  message: {message}"]
     else:
         lines = [f"sparkwax: the app failed: {type(found).__name__}"]

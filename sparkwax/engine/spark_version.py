@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from functools import lru_cache
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import ConfigError
 
@@ -224,6 +225,45 @@ def running_batch_id(execution: Any) -> int:
         return int(forms[1]())
 
 
+def python_includes(sc: Any) -> List[str]:
+    """The file names of the job's Python files (``addPyFile``, ``--py-files``:
+    the .zip/.egg files Spark puts on its executors' Python path), from
+    SparkContext's private ``_python_includes``; where a pyspark has none,
+    the names of ``spark.submit.pyFiles``."""
+    names = getattr(sc, "_python_includes", None)
+    if isinstance(names, list):
+        return [str(name) for name in names]
+    conf = getattr(sc, "_conf", None) or sc.getConf()
+    submitted = str(conf.get("spark.submit.pyFiles", "") or "")
+    return [os.path.basename(path) for path in submitted.split(",") if path]
+
+
+def driver_python_files(sc: Any) -> List[str]:
+    """Where the driver holds the job's Python files (``python_includes``):
+    under ``SparkFiles.getRootDirectory()``, where ``addPyFile`` and
+    ``spark.submit.pyFiles`` put them; those that exist, each once."""
+    names = python_includes(sc)
+    if not names:
+        return []
+    from pyspark import SparkFiles
+
+    try:
+        root = SparkFiles.getRootDirectory()
+    except Exception:  # no SparkContext behind SparkFiles (stopped, or a test's fake)
+        return []
+    paths = (os.path.join(root, name) for name in dict.fromkeys(names))
+    return [path for path in paths if os.path.exists(path)]
+
+
+def worker_environment(sc: Any) -> Optional[Dict[str, str]]:
+    """The environment variables SparkContext gives the Python workers of
+    each function created from now on (``sc.environment``: the
+    ``spark.executorEnv.*`` confs; pyspark copies it into each function as
+    it is created), to change in place; None where ``sc`` has no such dict."""
+    environment = getattr(sc, "environment", None)
+    return environment if isinstance(environment, dict) else None
+
+
 def progress_offset(value: Any) -> Any:
     """A source offset of a progress report as a comparable value: Spark 4.2+
     reports JSON text (``'{"logOffset": 0}'``), 4.0/4.1 Python repr text
@@ -291,7 +331,7 @@ def coordinator_message(spark: Any, feature: str) -> str:
 
 
 __all__ = ["ALIKE_CONFS", "BUGS", "SINCE", "SUPPORTED", "Version", "arrow_batch_transformer", "client_version",
-           "coordinator_bug", "coordinator_message", "from_ddl", "has", "has_arrow_batch_transformer",
+           "coordinator_bug", "coordinator_message", "driver_python_files", "from_ddl", "has", "has_arrow_batch_transformer",
            "has_bug", "has_from_ddl", "has_no_data_batch_metrics", "has_statestore_reader", "has_transform_with_state", "line",
-           "parse_version", "progress_offset", "progress_offsets_format", "running_batch_id", "session_version",
-           "statestore_reader", "supported", "to_arrow_schema", "touch_streams"]
+           "parse_version", "progress_offset", "python_includes", "progress_offsets_format", "running_batch_id", "session_version",
+           "statestore_reader", "supported", "to_arrow_schema", "touch_streams", "worker_environment"]

@@ -43,6 +43,7 @@ import os
 import sys
 from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
+from ..spark_version import python_includes
 from .zips import cache_dir, submitted_py_files, zip_bytes
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -158,7 +159,7 @@ def ship_app_modules(spark: Any) -> Optional[str]:
     setattr(sc, "_sparkwax_app_shipped", "")
     setting = str(spark.conf.get(CONF_KEY, None) or os.environ.get(ENV_KEY) or "auto")
     included = submitted_py_files(sc).split(",")
-    included += list(getattr(sc, "_python_includes", None) or [])
+    included += python_includes(sc)
     app = getattr(sys.modules.get("__main__"), "__file__", None)
     if setting.strip().lower() in ("false", "no", "off", "0") or not app \
             or any(is_app_zip(name) for name in included):

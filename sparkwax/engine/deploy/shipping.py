@@ -58,7 +58,9 @@ import zipfile
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ...errors import ConfigError
+from ..spark_version import python_includes
 from .app_modules import ship_app_modules
+from .driver_workers import share_python_files
 from .zips import cache_dir, submitted_py_files, zip_bytes
 
 CONF_KEY = "spark.sparkwax.ship"
@@ -224,7 +226,7 @@ def _ship_to_context(spark: Any, sc: Any) -> Optional[str]:
     shipped: Optional[str] = getattr(sc, _ATTRIBUTE, None)
     if shipped is not None:
         return shipped or None
-    included = list(getattr(sc, "_python_includes", None) or [])
+    included = python_includes(sc)
     included += [os.path.basename(p) for p in submitted_py_files(sc).split(",") if p]
     ship, reason = ship_decision(sc.master, spark.conf.get(CONF_KEY, None),
                                  os.environ.get(ENV_KEY), included)
@@ -245,10 +247,13 @@ def ship_function(spark: Any, function: Callable[..., Any]) -> Callable[..., Any
     sparkwax shipped first (``ensure_shipped``), and over Spark Connect the zip
     carried inside the function (``carrier.carry``: Spark does not put session
     artifacts on the path of a streaming query's workers). On a classic
-    session, also the main script's own modules (``app_modules``)."""
+    session, also the main script's own modules (``app_modules``), and
+    all the job's Python files on the path of the Python worker Spark starts
+    on the driver for a re-keyed or seeded step (``driver_workers``)."""
     path = ensure_shipped(spark)
     if getattr(spark, "_sc", None) is not None:
         ship_app_modules(spark)  # the main script's own modules, for plain python/spark-submit
+        share_python_files(spark)  # before the step's function is created
     if path is None or getattr(spark, "_sc", None) is not None:
         return function
     from .carrier import carry

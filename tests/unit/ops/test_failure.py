@@ -70,6 +70,35 @@ def test_a_driver_side_error_and_a_foreign_task_error():
     assert failure_block(ValueError("a bug in the driver's own code")) is None
 
 
+PRE_INIT = (
+    "[STREAM_FAILED] Query [id = d684, runId = da1d] terminated with exception: "
+    "[STREAMING_PYTHON_RUNNER_INITIALIZATION_FAILURE] Streaming Runner initialization failed, "
+    "returned -2. Cause: Traceback (most recent call last):\n  File \"/x/pyspark.zip/pyspark/sql/"
+    "streaming/transform_with_state_driver_worker.py\", line 62, in main\n  File \"/x/pyspark."
+    "zip/pyspark/serializers.py\", line 483, in loads\n    return cloudpickle.loads(obj, "
+    "encoding=encoding)\nModuleNotFoundError: No module named 'flow_logic'\n SQLSTATE: XXKST "
+    "SQLSTATE: XXKST\n=== Streaming Query ===\nIdentifier: [id = d684, runId = da1d]\n")
+
+
+def test_an_import_failure_names_the_process_that_failed():
+    """Spark's pre-init worker on the driver (a re-keyed or seeded step) or a task."""
+    block = failure_block(StreamingQueryException(PRE_INIT)).splitlines()
+    assert block[:4] == [
+        "sparkwax: the app failed: ModuleNotFoundError",
+        "  message: No module named 'flow_logic'",
+        "  where: the driver, in Spark's pre-init Python worker of a re-keyed or seeded step "
+        "(transformWithStateInPandas)",
+        "  to do: ship the module with the app (sparkwax submit does; see docs/deploy.md), or "
+        "install it in the driver's Python: sparkwax puts the job's --py-files and addPyFile "
+        "files on this worker's path"]
+    missing = QUERY.replace(WORKER.split("\n")[-2], "ModuleNotFoundError: No module named 'fraud'")
+    block = failure_block(StreamingQueryException(missing)).splitlines()
+    assert block[2:4] == [
+        "  where: a task on an executor",
+        "  to do: ship the module with the app (sparkwax submit does; see docs/deploy.md), or "
+        "install it in the executors' Python"]
+
+
 APP = textwrap.dedent("""
     import sparkwax
     from sparkwax._ops.failure import install_hook
