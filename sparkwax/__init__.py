@@ -10,7 +10,8 @@ The Spark entry points (``stateful``, ``stateful_batch``, ``connect``, ``join``,
 without it; type checkers and IDEs see them through ``TYPE_CHECKING`` imports.
 """
 
-from .errors import (BuilderError, CallbackError, CheckpointError, ConfigError, InputError,
+from .errors import (BuilderError, CallbackError, CheckpointError, CheckpointInUseError,
+                     ConfigError, InputError,
                      LogicError, LostStateWarning, NotifyAtError, RescaleError,
                      ReturnValueError, SchemaError, SnapshotError, SparkwaxError)
 from .clock import Clock, current_clock, now, processing_now
@@ -48,7 +49,8 @@ if _TYPE_CHECKING:  # IDEs and type checkers see the real functions; at run time
     from .frames import join as join
 
 __all__ = [  # a literal list (sorted), so that type checkers read it (test_exports pins it)
-    "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError",
+    "Builder", "BuilderError", "CallbackError", "CheckpointError", "CheckpointInUseError",
+    "Clock", "ConfigError",
     "DISCARD", "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
     "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError",
     "SnapshotError", "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step",

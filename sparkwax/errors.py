@@ -170,6 +170,13 @@ class RescaleError(ConfigError):
     is unchanged."""
 
 
+class CheckpointInUseError(ConfigError):
+    """A checkpoint another query holds: ``sw.start`` refused it (its liveness
+    record is live, or another start took it at the same moment), or Spark
+    stopped this query because another one wrote the same checkpoint. The
+    checkpoint is not damaged: stop the other query first."""
+
+
 class LostStateWarning(UserWarning):
     """A logic rebuilt from its snapshot disagrees with the one that committed
     it (its ``notify_at()`` differs): state kept outside ``snapshot()`` is

@@ -12,8 +12,8 @@ import pytest
 
 PUBLIC = {
     "sparkwax": [
-        "Builder", "BuilderError", "CallbackError", "CheckpointError", "Clock", "ConfigError",
-        "DISCARD",
+        "Builder", "BuilderError", "CallbackError", "CheckpointError", "CheckpointInUseError",
+        "Clock", "ConfigError", "DISCARD",
         "EventTime", "InputError", "LogicError", "LostStateWarning", "NotifyAtError",
         "ProcessingTime", "RETAIN", "RescaleError", "ReturnValueError", "SchemaError", "SnapshotError",
         "SparkwaxError", "StatefulBatchLogic", "StatefulLogic", "Step", "StepOptions", "chain", "connect",

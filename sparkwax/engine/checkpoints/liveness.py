@@ -21,9 +21,19 @@ live record from a dead one:
 - else the record is watched for ``WATCH_SECONDS``: renewed, live; not, dead.
 
 ``refuse_if_live`` raises the error a writing tool gives (``sw.start``, the
-``state`` commands ``rescale`` and ``clear``); ``--force`` never overrides a
-live holder. Over Spark Connect there is no lease (its client has no file
-API; the query runs on the server).
+``state`` commands ``rescale`` and ``clear``); nothing overrides a live
+holder (``--force`` neither; the refusal names the caller's own way).
+
+Taking a checkpoint (``Lease.acquire``; ``hold`` checks and takes as one
+step among this process's threads) is one taker's alone even when two start
+at the same instant: the record is created only where none is, through a
+hard link on local disks and Hadoop's create on HDFS, both exclusive (a
+second taker finds it there and is refused); a dead holder's record is
+deleted first, and where the create is not exclusive (object stores, or a
+dead record taken over) the record is read back ``SETTLE_SECONDS`` later:
+the taker whose record is not there is refused. Spark's own guard stays the
+last line (``queries.start_guard.spark_guard``). Over Spark Connect there is
+no lease (its client has no file API; the query runs on the server).
 
 >>> Holder("query", "node-1", 4242, "run-9", 1_700_000_000_000).describe()
 'a query (run run-9, pid 4242 on node-1, since 2023-11-14 22:13:20 UTC)'
@@ -40,10 +50,10 @@ import time as wall_clock
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Optional, Type
+from typing import Any, Callable, Dict, Optional, Tuple, Type
 
 from .format.paths import join_path
-from ...errors import ConfigError, SparkwaxError
+from ...errors import CheckpointInUseError, ConfigError, SparkwaxError
 from ..deploy.session_confs import is_connect
 from .storage import is_staging_of, storage_for
 
@@ -53,8 +63,13 @@ WATCH_SECONDS = 2 * BEAT_SECONDS + 1.0
 STALE_SECONDS = 120.0
 SETTLE_TRIES = 40  # reads 50 ms apart while a record is being written (read_settled)
 
+SETTLE_SECONDS = 1.0  # a taker's record read back this long after a write not exclusive
+
 _HELD: Dict[str, "Lease"] = {}  # run id -> this process's leases
 _HELD_LOCK = threading.Lock()
+_TAKING = threading.Lock()  # one check-and-take at a time in this process (``hold``)
+_DOING = {"query": "start a query on", "rescale": "rescale"}
+UNKNOWN = object()  # Lease.acquire(seen=): the caller did not say what record it found
 
 
 @dataclass(frozen=True)
@@ -165,40 +180,74 @@ def _running_here(spark: Any, checkpoint: str) -> Optional[Holder]:
 def live_holder(spark: Any, checkpoint: str, *, watch_seconds: float = WATCH_SECONDS,
                 sleep: Callable[[float], None] = wall_clock.sleep) -> Optional[Holder]:
     """Who is running on ``checkpoint`` now (see the module's rules), or None."""
+    return _look(spark, checkpoint, watch_seconds, sleep)[0]
+
+
+def _look(spark: Any, checkpoint: str, watch_seconds: float = WATCH_SECONDS,
+          sleep: Callable[[float], None] = wall_clock.sleep
+          ) -> Tuple[Optional[Holder], Optional[Holder]]:
+    """``(live holder or None, the record read)``: a record read and no
+    live holder is a dead holder's."""
     if is_connect(spark):
-        return None
+        return None, None
     here = _running_here(spark, checkpoint)
     if here is not None:
-        return here
+        return here, None
     store = storage_for(spark)
     holder = read_settled(store, checkpoint, sleep=sleep)
     if holder is None:
-        return None
+        return None, None
     if holder.pid == os.getpid() and holder.host == socket.gethostname():
         with _HELD_LOCK:
             lease = _HELD.get(holder.run)
-        return holder if lease is not None and lease.is_active() else None
+        return (holder if lease is not None and lease.is_active() else None), holder
     if _process_gone(holder) or _record_age_s(store, checkpoint, holder) > STALE_SECONDS:
-        return None
+        return None, holder
     give_up = wall_clock.monotonic() + watch_seconds
     while wall_clock.monotonic() < give_up:  # a read between two writes may find none:
         sleep(min(0.5, watch_seconds))       # only the whole watch decides
         again = read_holder(store, checkpoint)
         if again is not None and (again.run, again.beat) != (holder.run, holder.beat):
-            return again
-    return None
+            return again, holder
+    return None, holder
+
+
+FORCE_FLAG = "--force does not override a running query"  # the state commands' CLI
+NO_OVERRIDE = "sw.start has no option to start beside it: one query runs on a checkpoint"
 
 
 def refuse_if_live(spark: Any, checkpoint: str, doing: str,
-                   error: Type[SparkwaxError] = ConfigError, **watch: Any) -> None:
+                   error: Type[SparkwaxError] = ConfigError, *, override: str = FORCE_FLAG,
+                   **watch: Any) -> None:
     """Raise ``error`` when a query or a rescale is running on ``checkpoint``
-    (``doing``: what was asked, e.g. "rescale")."""
+    (``doing``: what was asked, e.g. "rescale"; ``override``: what the
+    caller's way to force it does not do, said last)."""
     holder = live_holder(spark, checkpoint, **watch)
     if holder is not None:
-        raise error(f"cannot {doing} {checkpoint}: it is in use by {holder.describe()}; "
-                    f"stop it first and try again (its liveness record {FILE} in the "
-                    "checkpoint is renewed every few seconds while it runs; --force does "
-                    "not override a running query)")
+        raise _refusal(holder, checkpoint, doing, error, override)
+
+
+def _refusal(holder: Holder, checkpoint: str, doing: str, error: Type[SparkwaxError],
+             override: str) -> SparkwaxError:
+    return error(f"cannot {doing} {checkpoint}: it is in use by {holder.describe()}; "
+                 f"stop it first and try again (its liveness record {FILE} in the "
+                 f"checkpoint is renewed every few seconds while it runs; {override})")
+
+
+def hold(spark: Any, checkpoint: str, what: str, doing: str,
+         error: Type[SparkwaxError] = CheckpointInUseError, *, override: str = FORCE_FLAG
+         ) -> Optional["Lease"]:
+    """``refuse_if_live``, then this process's lease on ``checkpoint``
+    (``Lease.acquire``: of two takers at the same moment, one wins and the
+    other gets ``error``), as one step among this process's threads. None
+    over Spark Connect (no lease there)."""
+    with _TAKING:
+        live, seen = _look(spark, checkpoint)
+        if live is not None:
+            raise _refusal(live, checkpoint, doing, error, override)
+        if is_connect(spark):
+            return None
+        return Lease(spark, checkpoint, what).acquire(error, doing, seen=seen)
 
 
 class Lease:
@@ -225,11 +274,58 @@ class Lease:
         except Exception:  # the JVM is gone
             return False
 
-    def acquire(self) -> "Lease":
+    def acquire(self, error: Type[SparkwaxError] = CheckpointInUseError,
+                doing: Optional[str] = None, *, seen: Any = UNKNOWN) -> "Lease":
+        """Write the record as the checkpoint's only holder (``_claim``); of
+        two takers at the same moment, the one whose record is not there
+        gets ``error`` (``doing``: what was asked, for its message).
+        ``seen``: the record the caller's check found dead (None: it found
+        none; by default, whatever is there now is taken for dead)."""
         with _HELD_LOCK:
             _HELD[self.holder.run] = self
-        self._write()
+        try:
+            self._claim(error, doing or _DOING.get(self.holder.what, f"{self.holder.what} on"),
+                        seen)
+        except BaseException:
+            with self._writing:
+                self._stop.set()
+            with _HELD_LOCK:
+                _HELD.pop(self.holder.run, None)
+            raise
         return self
+
+    def _claim(self, error: Type[SparkwaxError], doing: str, seen: Any) -> None:
+        """The record created where none is (exclusively where the file
+        system can: then it is this lease's at once); a dead holder's (the
+        one ``seen``) deleted first; and, unless created exclusively where
+        none was, read back ``SETTLE_SECONDS`` later to be this lease's
+        (another taker may have written it too, or deleted this one)."""
+        record = join_path(self.checkpoint, FILE)
+        self.holder = Holder(**{**asdict(self.holder), "beat": 1,
+                                "written_ms": int(wall_clock.time() * 1000)})
+        now = read_holder(self._store, self.checkpoint)
+        if now is not None and seen is not UNKNOWN and (seen is None or now.run != seen.run):
+            raise self._taken(error, doing, now)  # another taker's, written since the check
+        dead = now is not None or self._store.exists(record)  # (unreadable: a dead write's)
+        if dead:
+            self._store.delete(record)
+        created = self._store.create_new(record, json.dumps(asdict(self.holder)))
+        if not created.created:
+            raise self._taken(error, doing, read_settled(self._store, self.checkpoint))
+        if created.exclusive and not dead:
+            return
+        wall_clock.sleep(SETTLE_SECONDS)
+        back = read_settled(self._store, self.checkpoint)
+        if back is None or back.run != self.holder.run:
+            raise self._taken(error, doing, back)
+
+    def _taken(self, error: Type[SparkwaxError], doing: str, other: Optional[Holder]
+               ) -> SparkwaxError:
+        """``error``: another taker holds the checkpoint (``other``, when read)."""
+        who = other.describe() if other is not None else "another taker (its record unread)"
+        return error(f"cannot {doing} {self.checkpoint}: it was taken a moment ago by {who}, "
+                     f"which started at the same time; one query runs on a checkpoint at a "
+                     f"time: stop that one first, or run this one on another checkpoint")
 
     def _write(self) -> None:
         with self._writing:
@@ -284,5 +380,6 @@ def _release_all() -> None:
         lease.release()
 
 
-__all__ = ["BEAT_SECONDS", "FILE", "Holder", "Lease", "SETTLE_TRIES", "STALE_SECONDS",
-           "WATCH_SECONDS", "live_holder", "read_holder", "read_settled", "refuse_if_live"]
+__all__ = ["BEAT_SECONDS", "FILE", "FORCE_FLAG", "Holder", "Lease", "NO_OVERRIDE",
+           "SETTLE_SECONDS", "SETTLE_TRIES", "STALE_SECONDS", "WATCH_SECONDS", "hold",
+           "live_holder", "read_holder", "read_settled", "refuse_if_live"]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import time as wall_clock
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ...errors import ConfigError
 from ..deploy.session_confs import is_connect
@@ -68,6 +68,14 @@ _HINTS = {
 }
 _MISSING = re.compile(r"No FileSystem for scheme\W+(\w+)|ClassNotFoundException:\s*Class "
                       r"(\S+FileSystem) not found")
+
+
+class Created(NamedTuple):
+    """What ``create_new`` did: ``created`` the file (else one was there),
+    ``exclusive``ly (no other writer can have created it at the same time)."""
+
+    created: bool
+    exclusive: bool
 
 
 @dataclass(frozen=True)
@@ -211,6 +219,54 @@ class HadoopStorage:
             fs.delete(staging, False)
             self.write_text(path, text)
 
+    def create_new(self, path: str, text: str) -> "Created":
+        """Write ``path`` only if no file is there (``Created.created``:
+        False when one was; it is left as it was). ``Created.exclusive``:
+        whether no other writer could have created it too. On the local file
+        system a complete temporary file is hard-linked to ``path`` (Hadoop's
+        local ``create(overwrite=false)`` checks, then creates; a link is
+        refused when the name exists, and shows the whole text at once); on
+        HDFS Hadoop's create is exclusive; elsewhere (object stores) Hadoop
+        checks, then creates: not exclusive."""
+        fs, hadoop_path = self._fs(path)
+        scheme = str(fs.getUri().getScheme() or "")
+        if scheme == "file":
+            linked = self._linked(fs, hadoop_path, text)
+            if linked is not None:
+                return Created(linked, True)
+        try:
+            stream = fs.create(hadoop_path, False)
+        except Exception:
+            if fs.exists(hadoop_path):  # FileAlreadyExistsException, however wrapped
+                return Created(False, scheme == "hdfs")
+            raise
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        return Created(True, scheme == "hdfs")
+
+    def _linked(self, fs: Any, hadoop_path: Any, text: str) -> Optional[bool]:
+        """``text`` as ``hadoop_path`` of the local file system through a hard
+        link of a temporary file: True when linked, False when the name
+        existed, None when this disk takes no hard link."""
+        staging = self._staged(fs, hadoop_path, text)
+        files = self._jvm.java.nio.file.Files
+        try:
+            files.createLink(fs.pathToFile(hadoop_path).toPath(),
+                             fs.pathToFile(staging).toPath())
+        except Exception as error:
+            if "FileAlreadyExistsException" in str(error):
+                return False
+            return None
+        finally:
+            fs.delete(staging, False)
+        try:  # a linked file has no checksum file: one there is an old file's, and would fail reads
+            fs.getRawFileSystem().delete(fs.getChecksumFile(hadoop_path), False)
+        except Exception:  # a local file system without checksums (fs.file.impl raw)
+            pass
+        return True
+
     def delete(self, path: str) -> None:
         fs, hadoop_path = self._fs(path)
         fs.delete(hadoop_path, True)
@@ -291,6 +347,14 @@ class SparkStorage:
         """``write_text`` (Spark's overwrite of an output folder)."""
         self.write_text(path, text)
 
+    def create_new(self, path: str, text: str) -> "Created":
+        """``write_text`` where no file is: checked, then written (never
+        exclusive; no lease is taken over Connect, see ``checkpoints.liveness``)."""
+        if self.exists(path):
+            return Created(False, False)
+        self.write_text(path, text)
+        return Created(True, False)
+
     def qualified(self, path: str) -> str:
         """``path`` as given (Connect qualifies paths on the server)."""
         return path
@@ -310,5 +374,5 @@ def _same_path(found: str, asked: str) -> bool:
     return found.rstrip("/").endswith(asked.rstrip("/").split(":", 1)[-1].lstrip("/"))
 
 
-__all__ = ["CLEARED_MARKER", "FileEntry", "HadoopStorage", "SparkStorage", "filesystem_error",
-           "join_path", "missing_filesystem_hint", "scheme_of", "storage_for"]
+__all__ = ["CLEARED_MARKER", "Created", "FileEntry", "HadoopStorage", "SparkStorage",
+           "filesystem_error", "join_path", "missing_filesystem_hint", "scheme_of", "storage_for"]

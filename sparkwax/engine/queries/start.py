@@ -16,23 +16,24 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..checkpoints.format.files import STEPS_FILE
-from ...errors import ConfigError
+from ...errors import ConfigError, SparkwaxError
 from .catch_up import ONCE_CONF, asks_every_batch, bounded, stop_when_caught_up
 from ..checkpoints.diagnose import check_logs, read_steps
 from ..checkpoints.step_changes import FROZEN_CONFS, describe_changes, refusal
 from .progress import follow, stop_on_signals
 from .query import Query
-from .start_guard import guard_start
+from .start_guard import guard_start, raced, spark_guard
 from ..planning.following import start_confs, upstream_descriptions
 from ..checkpoints.batch_history import keep_batch_plan, log_files
 from ..checkpoints.format.metadata_logs import parse_offsets
 from ..checkpoints.state.rescale import finish_interrupted
 from ..deploy.session_confs import is_connect
 from ..checkpoints.storage import join_path, storage_for
-from ..checkpoints.liveness import Lease, refuse_if_live
+from ..checkpoints.liveness import NO_OVERRIDE, hold
 from ..checkpoints.wake import wake_timers
 from ..planning.recorded_counts import PARTITIONS_CONF, partitions_note, replanned
 
@@ -113,18 +114,21 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
     """
     spark = frame.sparkSession
     store = storage_for(spark)
-    refuse_if_live(spark, checkpoint, "start a query on")
-    lease = None if is_connect(spark) else \
-        Lease(spark, checkpoint, "query").acquire().keep_while(lambda: True)  # beats from now
+    lease = hold(spark, checkpoint, "query", "start a query on", override=NO_OVERRIDE)
+    if lease is not None:
+        lease.keep_while(lambda: True)  # beats from now
     try:
         with start_confs(frame):  # a query of several steps: RocksDB state (planning.following)
             started = _start(frame, spark, store, checkpoint, path=path, format=format,
                              trigger=trigger, output_mode=output_mode,
                              foreach_batch=foreach_batch, query_name=query_name,
                              options=options, progress=progress, stop_on_signal=stop_on_signal)
-    except BaseException:
+    except BaseException as error:
         if lease is not None:
             lease.release()
+        guard = None if isinstance(error, SparkwaxError) else spark_guard(error)
+        if guard is not None:
+            raise raced(checkpoint, guard) from None
         raise
     if lease is not None:
         started.lease = lease.keep_while(lambda: bool(started.spark_query.isActive))
@@ -166,7 +170,7 @@ def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: O
     else:
         writer = writer.format(format)
         query = writer.start(path) if path is not None else writer.start()
-    started = Query(query, spark, checkpoint, {s["step_id"]: s for s in steps})
+    started = StartedQuery(query, spark, checkpoint, {s["step_id"]: s for s in steps})
     started.woken = woken  # runs from the offset log without looking for input: not
     #                        a sign of being caught up
     if every_batch and bounded(trigger):  # Spark would run no-data batches forever
@@ -176,6 +180,25 @@ def _start(frame: DataFrame, spark: Any, store: Any, checkpoint: str, *, path: O
     if stop_on_signal:
         stop_on_signals(started, follower=following.follower if following else None)
     return started
+
+
+class StartedQuery(Query):
+    """``start``'s query: one Spark stopped because another query wrote its
+    checkpoint (Spark's own guard, ``start_guard.spark_guard``) fails with
+    a ``CheckpointInUseError`` saying so, not Spark's trace."""
+
+    @contextmanager
+    def _explained(self) -> Iterator[None]:
+        with super()._explained():
+            try:
+                yield
+            except SparkwaxError:
+                raise
+            except Exception as error:
+                guard = spark_guard(error)
+                if guard is None:
+                    raise
+                raise raced(self._checkpoint, guard) from None
 
 
 def _with_logged_partitions(store: Any, checkpoint: str, saved: Optional[Dict[str, Any]]

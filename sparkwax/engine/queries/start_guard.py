@@ -18,6 +18,13 @@ left to it (it stops a query started meanwhile too). Before ``start`` runs,
 ``clear_dead_first_run`` clears what a first run that died before its first
 micro-batch was logged left in the checkpoint. Only in the main thread (the
 only one Python delivers signals to).
+
+Spark's own guards against two queries on one checkpoint (``SPARK_GUARDS``:
+``CONCURRENT_STREAM_LOG_UPDATE``, "Multiple streaming queries are
+concurrently using") are the last line behind the liveness record's
+(``checkpoints.liveness``): ``spark_guard`` knows them, and ``start`` and its
+query give ``raced``'s ``CheckpointInUseError`` in their place, without
+Spark's plan and Java frames.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import signal
 import threading
 from typing import Any, Callable, Dict, Optional, ParamSpec, Tuple, TypeVar
 
+from ...errors import CheckpointInUseError
 from ..checkpoints.first_run import clear_dead_first_run
 from ..deploy.session_confs import is_connect
 from .progress import handling_signals
@@ -113,6 +121,44 @@ def guard_start(start: Callable[Args, Started]) -> Callable[Args, Started]:
     return guarded
 
 
+SPARK_GUARDS = ("CONCURRENT_STREAM_LOG_UPDATE", "SparkConcurrentModificationException",
+                "Multiple streaming queries are concurrently using",
+                "another query with same id is already active")
+
+
+def spark_guard(error: BaseException) -> Optional[str]:
+    """Which of Spark's own guards against two queries on one checkpoint
+    ``error`` (or an exception it was raised from) is, or None.
+
+    >>> spark_guard(RuntimeError("[STREAM_FAILED] ... Multiple streaming queries are "
+    ...                          "concurrently using file:/ck/sources/0"))
+    'Multiple streaming queries are concurrently using'
+    >>> spark_guard(ValueError("no such column")) is None
+    True
+    """
+    found: Optional[BaseException] = error
+    for _ in range(8):  # a few causes deep
+        if found is None:
+            return None
+        text = f"{type(found).__name__}: {found}"
+        for guard in SPARK_GUARDS:
+            if guard in text:
+                return guard
+        found = found.__cause__ or found.__context__
+    return None
+
+
+def raced(checkpoint: str, guard: str) -> CheckpointInUseError:
+    """The error for a query Spark stopped because another query wrote its
+    checkpoint (``guard``: Spark's words), without Spark's trace: a race of
+    two starts, never the checkpoint's fault."""
+    return CheckpointInUseError(
+        f"the query on {checkpoint} stopped: another query started on the same checkpoint "
+        f"at the same time, and Spark let only one of them write it (Spark's guard: "
+        f"{guard!r}). The checkpoint is not damaged; one query runs on a checkpoint at a "
+        f"time: stop the other first, or run this one on another checkpoint")
+
+
 def _clear(frame: Any, checkpoint: Any) -> None:
     """Clear what a dead first run left in ``checkpoint`` (classic sessions)."""
     spark = getattr(frame, "sparkSession", None)
@@ -120,4 +166,4 @@ def _clear(frame: Any, checkpoint: Any) -> None:
         clear_dead_first_run(spark, checkpoint)
 
 
-__all__ = ["HeldSignals", "guard_start", "pass_on"]
+__all__ = ["HeldSignals", "SPARK_GUARDS", "guard_start", "pass_on", "raced", "spark_guard"]

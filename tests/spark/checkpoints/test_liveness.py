@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -171,3 +172,146 @@ def test_a_record_renewed_on_a_local_disk_is_always_found(spark, tmp_path):
         done.set()
         writer.join()
     assert reads > 100 and missed == 0, (missed, reads)
+
+
+RACER = textwrap.dedent("""
+    import json, sys, time
+    import sparkwax as sw
+    from kit import SumV1
+
+    spark = sw.local_session("local[2]", shuffle_partitions=2,
+                             conf={"spark.sql.streaming.pollingDelay": "10ms"})
+    print("RACE ready", flush=True)
+    query = None
+    for line in sys.stdin:
+        order = json.loads(line)
+        if order.get("source") is None:  # the round is over: run what came, stop
+            answer = {}
+            if query is not None:  # (no micro-batch waited for: this JVM's first is slow)
+                answer = {"active": query.isActive, "error": repr(query.exception())}
+                query.spark_query.stop()
+                query.lease.release()
+                query = None
+            print("RACE " + json.dumps(answer), flush=True)
+            continue
+        stream = spark.readStream.schema("key string, value long").json(order["source"])
+        counts = sw.stateful(stream, key="key", builder=SumV1, value="value",
+                             output_schema="total long, v long")
+        print("RACE set", flush=True)
+        go = json.loads(sys.stdin.readline())["go"]
+        time.sleep(max(0.0, go - time.time()))
+        called = time.time()
+        try:
+            query = sw.start(counts, checkpoint=order["checkpoint"], path=order["out"])
+            answer = {"started": True}
+        except Exception as error:
+            answer = {"refused": type(error).__name__, "message": str(error)[:2000]}
+        print("RACE " + json.dumps({**answer, "called": called, "took": time.time() - called}),
+              flush=True)
+""")
+ROUNDS = int(os.environ.get("SPARKWAX_DOUBLE_START_ROUNDS", "2"))
+
+
+def _counts(spark, source):
+    stream = spark.readStream.schema("key string, value long").json(source)
+    return sw.stateful(stream, key="key", builder=SumV1, value="value",
+                       output_schema="total long, v long")
+
+
+def _start_at(counts, go, checkpoint, out):
+    """``sw.start`` at the wall-clock instant ``go``: what it did, as the racer says it."""
+    time.sleep(max(0.0, go - time.time()))
+    called = time.time()
+    try:
+        query = sw.start(counts, checkpoint=checkpoint, path=out)
+        return {"started": True, "called": called, "took": time.time() - called, "query": query}
+    except Exception as error:
+        return {"refused": type(error).__name__, "message": str(error)[:2000], "called": called,
+                "took": time.time() - called}
+
+
+def _finish(query):
+    query.processAllAvailable()
+    answer = {"active": query.isActive, "error": repr(query.exception())}
+    query.stop()
+    return answer
+
+
+@pytest.mark.lines()
+@pytest.mark.parametrize("racers", ["threads", "processes"])
+def test_two_starts_at_the_same_instant_give_one_query_and_one_refusal(spark, tmp_path, racers):
+    """Two ``sw.start`` on one checkpoint at the same instant (issue 50: 2 of
+    10 tries both passed the check; one query died of Spark's raw
+    "Multiple streaming queries are concurrently using", the other of
+    ``SparkConcurrentModificationException``): one runs, the other gets a
+    CheckpointInUseError from ``sw.start``, every round (a restart after the
+    first). Two threads of this process share its session; two processes
+    are this one and a racer (whose query, when it wins, is checked active
+    and stopped at once: its JVM's first micro-batch takes half a minute).
+    ``SPARKWAX_DOUBLE_START_ROUNDS`` rounds (2; 20 in a manual run)."""
+    source, checkpoint, out = (str(tmp_path / name) for name in ("in", "ck", "out"))
+    (tmp_path / "in").mkdir()
+    racer = None
+    if racers == "processes":
+        (tmp_path / "racer.py").write_text(RACER)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
+        racer = subprocess.Popen([sys.executable, str(tmp_path / "racer.py")], env=env,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=open(tmp_path / "racer.log", "w"), text=True,
+                                 start_new_session=True)
+
+    def said():
+        for line in racer.stdout:
+            if line.startswith("RACE "):
+                word = line[5:].strip()
+                return word if word in ("ready", "set") else json.loads(word)
+        raise AssertionError((tmp_path / "racer.log").read_text()[-3000:])
+
+    try:
+        if racer is not None:
+            assert said() == "ready"
+        rounds = []
+        for number in range(ROUNDS):
+            (tmp_path / "in" / f"{number}.json").write_text(
+                json.dumps({"key": "k", "value": number}) + "\n")
+            counts = _counts(spark, source)
+            order = {"source": source, "checkpoint": checkpoint, "out": out}
+            if racer is not None:
+                racer.stdin.write(json.dumps(order) + "\n")
+                racer.stdin.flush()
+                assert said() == "set"
+                go = time.time() + 0.3
+                racer.stdin.write(json.dumps({"go": go}) + "\n")
+                racer.stdin.flush()
+                answers = [_start_at(counts, go, checkpoint, out), said()]
+            else:
+                answers, go = [None, None], time.time() + 0.3
+
+                def race(index):
+                    answers[index] = _start_at(counts, go, checkpoint, out)
+
+                threads = [threading.Thread(target=race, args=(i,)) for i in range(2)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+            assert all("called" in answer for answer in answers), answers
+            started = [a for a in answers if a.get("started")]
+            refused = [a for a in answers if not a.get("started")]
+            rounds.append((number, round(abs(answers[0]["called"] - answers[1]["called"]), 4),
+                           [round(a["took"], 2) for a in answers]))
+            assert len(started) == 1 and [a["refused"] for a in refused] == \
+                ["CheckpointInUseError"], (rounds, [a.get("message") for a in refused])
+            assert "--force" not in refused[0]["message"], refused[0]["message"]
+            ran = _finish(started[0]["query"]) if "query" in started[0] else None
+            if racer is not None:  # the round is over: the racer runs and stops its query
+                racer.stdin.write("{}\n")
+                racer.stdin.flush()
+                reply = said()
+                ran = ran or reply
+            assert ran == {"active": True, "error": "None"}, (rounds, ran)
+        print(f"{racers}: {ROUNDS} rounds (round, seconds between the calls, each call's): "
+              f"{rounds}")
+    finally:
+        if racer is not None:
+            stop_group(racer)

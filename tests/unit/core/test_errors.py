@@ -333,11 +333,13 @@ def test_every_error_derives_from_sparkwax_error():
         assert issubclass(cls, SparkwaxError)
     assert issubclass(CheckpointError, ConfigError)  # a damaged checkpoint, see errors.py
     assert issubclass(sparkwax.RescaleError, ConfigError)  # a refused rescale
+    assert issubclass(sparkwax.CheckpointInUseError, ConfigError)  # another query holds it
     assert not issubclass(ConfigError, LogicError)
     assert issubclass(SparkwaxError, Exception)
     exported = {getattr(sparkwax, name) for name in sparkwax.__all__
                 if name.endswith("Error")}
-    assert exported == {BuilderError, CallbackError, CheckpointError, ConfigError, InputError,
+    assert exported == {BuilderError, CallbackError, CheckpointError,
+                        sparkwax.CheckpointInUseError, ConfigError, InputError,
                         LogicError, NotifyAtError, sparkwax.RescaleError, ReturnValueError,
                         SchemaError, SnapshotError, SparkwaxError}
 
