@@ -301,8 +301,11 @@ def require_aware(moment: object) -> datetime:
 # ``spark.sql.streaming.multipleWatermarkPolicy=min``, uses the smallest of
 # them, never moving backwards. A connected step (``connect``, ``join``) has
 # one input per side, so a side far ahead in event time cannot make the other
-# side's rows late. The offline runner and the driver (bounded input) use
-# this one rule; Spark applies it itself.
+# side's rows late. A query of several steps has one such input per
+# ``EventTime`` step (each step's ``withWatermark``) and one watermark for all
+# of them (``run_flow``). A restart keeps the watermark but forgets each
+# input's max. The offline runner and the driver (bounded input) use this one
+# rule; Spark applies it itself.
 
 
 class Watermark:
@@ -354,6 +357,19 @@ class Watermark:
         no-data micro-batch so that event-time timers can fire."""
         before = self.value_ms
         return self.advance() > before
+
+    def restart(self) -> None:
+        """A restarted query: Spark keeps the watermark (in the offset log)
+        but not each input's max event time, so until every input has data
+        again it holds the watermark where it is.
+
+        >>> clock = Watermark(inputs=2)
+        >>> clock.see(10_000_000); clock.see(4_000_000, side=1); clock.advance()
+        4000
+        >>> clock.restart(); clock.see(20_000_000); clock.advance()   # side 1: none yet
+        4000
+        """
+        self.maxima = [None] * len(self.maxima)
 
     def copy(self) -> "Watermark":
         twin = Watermark(self.delay_ms, len(self.maxima), self.value_ms)

@@ -195,8 +195,11 @@ class Runner:
         self._end_batch(self._activate_keys((key, ()) for key in sorted_keys(self._due())))
 
     def crash(self) -> None:
-        """Drop every live object; keys restore from their committed snapshots."""
+        """Drop every live object; keys restore from their committed snapshots.
+        The watermark survives; each input's max event time does not, as in
+        Spark (``Watermark.restart``)."""
         self._refuse_after_eof("Crash")
+        self.clock.restart()
         for key, logic in self.live.items():
             self.blobs[key] = self.driver.encode_live(key, logic)
         self.live.clear()
@@ -211,6 +214,13 @@ class Runner:
         self.ended = True
         self._end_batch(self._activate_keys(
             ((key, ()) for key in sorted_keys(list(self.blobs) + list(self.live))), eof=True))
+
+    def set_watermark(self, value_ms: int) -> None:
+        """An ``EventTime`` step's watermark from outside, for the batches to
+        come: ``run_flow`` gives every step of a query the query's one
+        watermark (``clock`` still records this step's inputs)."""
+        self.now_ms = self.clock.value_ms = value_ms
+        self._pending_tick = False
 
     def process_all_available(self) -> RunResult:
         """The result so far, after the trailing no-data batch Spark would run
