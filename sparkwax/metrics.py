@@ -15,7 +15,7 @@ the offline runner puts them on ``RunResult.metrics`` (the whole run) and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Tuple, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from .errors import ConfigError
 
@@ -228,6 +228,23 @@ def stages_summary(progress: Mapping[str, Any]) -> str:
         return ""
     return "stages " + ", ".join(f"{stage} {counts.rows_in:,} in {counts.emits:,} out"
                                  for stage, counts in shown)
+
+
+def steps_summary(progress: Mapping[str, Any], order: Sequence[str] = ()) -> str:
+    """Each step of a query of several steps: rows in, emits out, timers
+    fired, in ``order`` (steps it does not name after, by id); "" for one step.
+
+    >>> steps_summary({"observedMetrics": {"sparkwax:w": {"rows_in": 7, "emits": 3},
+    ...     "sparkwax:s": {"rows_in": 12, "emits": 7, "timers_fired": 77}}}, ["s", "w"])
+    'steps s 12 in 7 out 77 timers, w 7 in 3 out 0 timers'
+    """
+    steps = steps_in(progress)
+    if len(steps) < 2:
+        return ""
+    rank = {step: place for place, step in enumerate(order)}
+    shown = sorted(steps, key=lambda step: (rank.get(step, len(rank)), step))
+    return "steps " + ", ".join(f"{step} {steps[step].rows_in:,} in {steps[step].emits:,} out "
+                                f"{steps[step].timers_fired:,} timers" for step in shown)
 
 
 def _as_mapping(row: Observed) -> Mapping[str, Any]:

@@ -330,8 +330,45 @@ def coordinator_message(spark: Any, feature: str) -> str:
             "run the state tools from a session that has run a streaming query")
 
 
+DRIVER_WORKER = "pyspark.sql.streaming.transform_with_state_driver_worker"
+_WORKER_LINES = ("Streaming TransformWithStateInPandas Python worker",
+                 "Starting Streaming TransformWithStateInPandas Python worker")
+
+
+def quiet_driver_worker(environ: Optional[Dict[str, str]] = None) -> bool:
+    """In pyspark's driver-side transformWithState worker (``DRIVER_WORKER``,
+    run as ``__main__`` for a re-keyed or seeded step's state schema check),
+    drop the lines its ``main`` prints to stdout (``_WORKER_LINES``: the UDF,
+    its return type, the state server's port; the JVM copies them to its
+    stderr) by giving the module its own ``print``. Called while the step's
+    processor is unpickled, so the worker's first line is out already.
+    False elsewhere, with ``$SPARKWAX_VERBOSE`` or Spark's log level at INFO
+    or below, or where the worker has no ``main`` to quiet."""
+    environ = dict(os.environ) if environ is None else environ
+    if environ.get("SPARKWAX_VERBOSE", "").strip() not in ("", "0") or environ.get(
+            "SPARKWAX_SPARK_LOG_LEVEL", "").strip().upper() in ("ALL", "TRACE", "DEBUG", "INFO"):
+        return False
+    import sys
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    named = getattr(spec, "name", None) == DRIVER_WORKER or str(
+        getattr(main, "__file__", "")).endswith(DRIVER_WORKER.rsplit(".", 1)[1] + ".py")
+    if main is None or not named or not callable(getattr(main, "main", None)):
+        return False
+    setattr(main, "print", _quiet_print)  # a module global: found before the builtin
+    return True
+
+
+def _quiet_print(*values: Any, **options: Any) -> None:
+    """``print``, but for the driver worker's own progress lines."""
+    if values and isinstance(values[0], str) and values[0].startswith(_WORKER_LINES):
+        return
+    print(*values, **options)
+
+
 __all__ = ["ALIKE_CONFS", "BUGS", "SINCE", "SUPPORTED", "Version", "arrow_batch_transformer", "client_version",
            "coordinator_bug", "coordinator_message", "driver_python_files", "from_ddl", "has", "has_arrow_batch_transformer",
            "has_bug", "has_from_ddl", "has_no_data_batch_metrics", "has_statestore_reader", "has_transform_with_state", "line",
-           "parse_version", "progress_offset", "python_includes", "progress_offsets_format", "running_batch_id", "session_version",
+           "parse_version", "progress_offset", "quiet_driver_worker", "python_includes", "progress_offsets_format", "running_batch_id", "session_version",
            "statestore_reader", "supported", "to_arrow_schema", "touch_streams", "worker_environment"]

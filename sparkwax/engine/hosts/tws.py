@@ -17,6 +17,16 @@ Spark's timeouts and these timers fire alike: a ``GroupState`` timeout at
 and a due timer gets its rows' call only (the host fires the timer in it,
 then re-arms, which deletes the timer before Spark looks for fired ones).
 
+What Spark holds for a key is what its row records, so the host never
+registers a timer Spark has nor deletes one it has not (Spark's
+``TimerStateImpl`` warns of each): PySpark deletes a fired timer after
+``handleExpiredTimer`` returns, so that call leaves it alone, and a timeout
+re-armed at the very time that fired (a timer fires once the watermark
+*reaches* it, a timeout only once it *passes*) is registered 1 ms later,
+when ``GroupState``'s would fire. A row is read with ``exists()`` first
+(``get()`` of an absent row logs a warning on the state server); a fired
+timer's key always has one.
+
 >>> state = TwsGroupState(_Value(), _Timers(), _Clock(), timed_out=False)
 >>> state.exists, state.hasTimedOut
 (False, False)
@@ -27,11 +37,12 @@ then re-arms, which deletes the timer before Spark looks for fired ones).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pandas as pd
 
 from ..checkpoints.format.files import FOLLOWING_STATE
+from ..spark_version import quiet_driver_worker
 from .seeding import seed_bucket, seed_key
 
 _KEEP, _REMOVE, _UPDATE = "keep", "remove", "update"
@@ -41,15 +52,17 @@ class TwsGroupState:
     """The ``GroupState`` a host uses, over a TWS ``ValueState`` whose row is
     the host's state row plus the registered timer (ms, or None)."""
 
-    def __init__(self, value: Any, timers: Any, clock: Any, *, timed_out: bool):
+    def __init__(self, value: Any, timers: Any, clock: Any, *, timed_out: bool,
+                 fired: Optional[int] = None):
         self.value = value        # the ValueState
         self.timers = timers      # the StatefulProcessorHandle (registerTimer, deleteTimer)
         self.clock = clock        # the call's TimerValues
         self.hasTimedOut = timed_out
-        stored = value.get()  # None when absent (one state-server call, not exists() too)
+        self._fired = fired if timed_out else None  # PySpark deletes it after this call
+        # a fired timer's key has a row; else exists() first: get() of none logs a warning
+        stored = value.get() if timed_out or value.exists() else None
         self._row: Optional[Tuple[Any, ...]] = None if stored is None else tuple(stored)[:-1]
-        # a fired timer is gone from Spark's store: nothing to delete then
-        self._registered = None if stored is None or timed_out else _ms(tuple(stored)[-1])
+        self._registered = None if stored is None else _ms(tuple(stored)[-1])
         self._action = _KEEP
         self._timeout: Optional[int] = None
 
@@ -82,15 +95,19 @@ class TwsGroupState:
 
     def finish(self) -> None:
         """Write what the host did: the row (or its removal) and the timer,
-        deleting the one registered before if it changed."""
+        deleting the one registered before if it changed (not the fired
+        one: PySpark does, after this call)."""
+        fired, registered = self._fired, self._registered
         if self._action == _KEEP:
-            if self._row is not None and self.hasTimedOut:  # the fired timer is gone
-                self.value.update((*self._row, None))
+            if self._row is not None and fired is not None and registered == fired:
+                self.value.update((*self._row, None))  # the fired timer goes
             return
         wanted = self._timeout if self._action == _UPDATE else None
-        if self._registered is not None and self._registered != wanted:
-            self.timers.deleteTimer(self._registered)
-        if wanted is not None and wanted != self._registered:
+        if wanted is not None and wanted == fired:
+            wanted += 1  # the fired timer is deleted after this call; fires when GroupState's would
+        if registered is not None and registered not in (wanted, fired):
+            self.timers.deleteTimer(registered)
+        if wanted is not None and wanted != registered:
             self.timers.registerTimer(wanted)
         if self._row is None:
             self.value.clear()
@@ -118,6 +135,12 @@ class TwsProcessor:
         self.handle: Any = None
         self.value: Any = None
 
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        """Unpickled where Spark runs it; in pyspark's driver-side worker (the
+        state schema check) that worker's own printed lines are dropped."""
+        self.__dict__.update(state)
+        quiet_driver_worker()
+
     def init(self, handle: Any) -> None:
         self.handle = handle
         self.value = handle.getValueState(FOLLOWING_STATE, self.state_schema)
@@ -128,12 +151,16 @@ class TwsProcessor:
 
     def handleExpiredTimer(self, key: Tuple[Any, ...], timerValues: Any,  # noqa: N802,N803
                            expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:  # noqa: N803
-        return self._call(key, iter(()), timerValues, timed_out=True)
+        return self._call(key, iter(()), timerValues, timed_out=True,
+                          fired=int(expiredTimerInfo.getExpiryTimeInMs()))
 
     def handleInitialState(self, key: Tuple[Any, ...], initialState: pd.DataFrame,  # noqa
                            timerValues: Any) -> None:  # noqa: N803
         """A seeded key's (or bucket's) state, before the first batch's rows
-        (``hosts.seeding``)."""
+        (``hosts.seeding``). PySpark 4.0 also calls it, with an empty frame,
+        for a key that has rows and no seed: nothing to seed then."""
+        if len(initialState) == 0:
+            return
         state = TwsGroupState(self.value, self.handle, timerValues, timed_out=False)
         if hasattr(self.host, "key_names"):  # packed: the bucket's keys
             seed_bucket(self.host, initialState, state)
@@ -142,8 +169,8 @@ class TwsProcessor:
         state.finish()
 
     def _call(self, key: Tuple[Any, ...], rows: Iterator[pd.DataFrame], clock: Any, *,
-              timed_out: bool) -> Iterator[pd.DataFrame]:
-        state = TwsGroupState(self.value, self.handle, clock, timed_out=timed_out)
+              timed_out: bool, fired: Optional[int] = None) -> Iterator[pd.DataFrame]:
+        state = TwsGroupState(self.value, self.handle, clock, timed_out=timed_out, fired=fired)
         frames: List[pd.DataFrame] = list(self.host(tuple(key), self._named(rows), state))
         state.finish()
         return iter(frames)
@@ -189,12 +216,19 @@ def as_stateful_processor(processor: TwsProcessor) -> Any:
 
 
 class _Value:
-    """A ValueState in memory (the doctest's)."""
+    """A ValueState in memory (the doctest's); ``warnings``: what Spark's
+    state server would have logged."""
 
     def __init__(self) -> None:
         self.row: Optional[Tuple[Any, ...]] = None
+        self.warnings: List[str] = []
+
+    def exists(self) -> bool:
+        return self.row is not None
 
     def get(self) -> Optional[Tuple[Any, ...]]:
+        if self.row is None:
+            self.warnings.append("doesn't contain a value")
         return self.row
 
     def update(self, row: Tuple[Any, ...]) -> None:
@@ -205,14 +239,24 @@ class _Value:
 
 
 class _Timers:
+    """A key's timers as Spark's ``TimerStateImpl`` keeps them: registering
+    one it has, or deleting one it has not, is a warning and does nothing."""
+
     def __init__(self) -> None:
         self.registered: List[int] = []
+        self.warnings: List[str] = []
 
     def registerTimer(self, ms: int) -> None:  # noqa: N802
-        self.registered.append(ms)
+        if ms in self.registered:
+            self.warnings.append(f"Failed to register timer {ms}: it already exists")
+        else:
+            self.registered.append(ms)
 
     def deleteTimer(self, ms: int) -> None:  # noqa: N802
-        self.registered.remove(ms)
+        if ms not in self.registered:
+            self.warnings.append(f"Failed to delete timer {ms}: it does not exist")
+        else:
+            self.registered.remove(ms)
 
 
 class _Clock:

@@ -3,8 +3,9 @@
 ``follow(queries)`` prints a line per finished micro-batch of each query
 (batch id, input rows, rows/s, late rows (dropped by sparkwax steps, see
 ``sparkwax.metrics``, or by Spark's own state operators), timers fired, state rows,
-watermark, duration; a chained step's stages, rows in and out of each), read
-from Spark's own ``StreamingQueryProgress``, to
+watermark, duration; for a query of several steps each step's rows in,
+emits out and timers fired, first step first; a chained step's stages, rows
+in and out of each), read from Spark's own ``StreamingQueryProgress``, to
 stderr: through rich on an interactive terminal, plain text otherwise.
 ``stop_on_signals(queries)`` makes Ctrl-C (SIGINT) and SIGTERM stop the
 queries between micro-batches with one line saying how to resume; a second
@@ -27,17 +28,19 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple
 
-from ...metrics import stages_summary, steps_in
+from ...metrics import stages_summary, steps_in, steps_summary
 from .catch_up import ran_batch
 from .stopping import end_after_batch, execution
 
 Say = Callable[[str], None]
 
 
-def progress_line(name: str, progress: Mapping[str, Any], width: int = 0) -> str:
-    """One line for one micro-batch's progress (a ``StreamingQueryProgress``)."""
+def progress_line(name: str, progress: Mapping[str, Any], width: int = 0,
+                  order: Sequence[str] = ()) -> str:
+    """One line for one micro-batch's progress (a ``StreamingQueryProgress``);
+    ``order``: the query's step ids, first step first (``step_order``)."""
     rows = int(progress.get("numInputRows") or 0)
     rate = float(progress.get("processedRowsPerSecond") or 0.0)
     state_ops = progress.get("stateOperators") or []
@@ -52,10 +55,19 @@ def progress_line(name: str, progress: Mapping[str, Any], width: int = 0) -> str
         "1970") else "-" * 19
     what = (f"{rows:>8,} rows {rate:>9,.0f} rows/s" if rows
             else f"{'no data (timers)':>30}")
-    stages = stages_summary(progress)
+    parts = [part for part in (steps_summary(progress, order), stages_summary(progress)) if part]
     return (f"{name:<{width}}  batch {int(progress['batchId']):>3}  {what}  late {late}  "
             f"timers {timers}  state {state:,} rows  watermark {shown}  {seconds:.1f} s"
-            + (f"  {stages}" if stages else ""))
+            + "".join(f"  {part}" for part in parts))
+
+
+def step_order(query: Any) -> List[str]:
+    """An ``sw.start`` query's step ids, first step first as far as their
+    descriptions tell (one on transformWithStateInPandas after the others)."""
+    steps = getattr(query, "_steps", None)
+    if not isinstance(steps, dict):
+        return []
+    return sorted(steps, key=lambda step: (str(steps[step].get("state")).endswith(" tws"), step))
 
 
 def printer(out: Optional[TextIO] = None) -> Say:
@@ -107,6 +119,7 @@ class Follower:
         self.say = say or printer()
         self.line = line
         self.seen = {name: -1 for name in queries}
+        self.orders = {name: step_order(query) for name, query in queries.items()}
         self.width = max((len(name) for name in queries), default=0)
         self._lock = threading.RLock()  # the handler may run while the main thread adds
 
@@ -128,7 +141,8 @@ class Follower:
         batch = int(progress["batchId"])
         if batch > self.seen[name]:
             self.seen[name] = batch
-            self.say(self.line(name, progress, self.width))
+            order = self.orders.get(name, ()) if self.line is progress_line else None
+            self.say(self.line(name, progress, self.width, *([order] if order else [])))
 
 
 class Following(threading.Thread):
@@ -397,4 +411,4 @@ def _named(queries: Any) -> Dict[str, Any]:
 
 
 __all__ = ["Follower", "Following", "follow", "handling_signals", "printer", "progress_line",
-           "query_name", "stop_on_signals", "wait_for_stop"]
+           "query_name", "step_order", "steps_summary", "stop_on_signals", "wait_for_stop"]

@@ -12,10 +12,14 @@ default, without the Java stack traces of logged errors (``--verbose`` /
 level to the app's ``local_session`` through ``$SPARKWAX_SPARK_LOG_LEVEL``.
 Warnings that say nothing is wrong (``BENIGN``: two the state store logs
 once per partition at every ``read_state``, ``state show|check`` and
-restart, and the scheduler's "Failed to cancel job group ... Cannot find
-active jobs for it" at every stop of an idle query) are filtered out at
-WARN, by their logger and text only; the ``--verbose`` configuration (and
-INFO) keeps them.
+restart, the scheduler's "Failed to cancel job group ... Cannot find
+active jobs for it" at every stop of an idle query, the transformWithState
+state server's "No more data to read from the socket" at every start of a
+re-keyed or seeded step, and the hostname's loopback address) are filtered
+out at WARN, by their logger and text only; the ``--verbose``
+configuration (and INFO) keeps them. The lines pyspark's driver-side
+transformWithState worker prints are dropped in that worker
+(``spark_version.quiet_driver_worker``), unless ``$SPARKWAX_VERBOSE``.
 
 >>> spark_log_level("info"), spark_log_level(None, {"SPARKWAX_SPARK_LOG_LEVEL": "error"})
 ('INFO', 'ERROR')
@@ -57,6 +61,14 @@ BENIGN = {  # logger (its name and below) -> messages that say nothing is wrong
     ),
     "org.apache.spark.scheduler.DAGScheduler": (  # twice at every stop of an idle query
         "Cannot find active jobs for it",  # "Failed to cancel job group ...": nothing to cancel
+    ),
+    "org.apache.spark.sql.execution.python": (  # the TWS state server (4.0's name and 4.3's)
+        # at every start of a re-keyed or seeded step: pyspark's driver-side worker
+        # (the state schema check) ends without closing its handle
+        "No more data to read from the socket",
+    ),
+    "org.apache.spark.util.Utils": (  # at the JVM's start, about this machine
+        "resolves to a loopback address", "Set SPARK_LOCAL_IP if you need",
     ),
 }  # plain words (no regex or .properties escapes)
 _TEMPLATE = """\

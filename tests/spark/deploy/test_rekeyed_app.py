@@ -1,7 +1,8 @@
-"""An app whose logic lives in a module beside it, with a re-keyed step
-(Spark 4.0+): the step on ``transformWithStateInPandas`` also runs in a
-Python worker Spark starts on the driver before the first micro-batch
-(``engine/deploy/driver_workers.py``), which must import that module too.
+"""An app whose logic lives in a module beside it, with a re-keyed and
+seeded step (Spark 4.0+): the step on ``transformWithStateInPandas`` also
+runs in a Python worker Spark starts on the driver before the first
+micro-batch (``engine/deploy/driver_workers.py``), which must import that
+module too.
 
 Run as ``python app/app.py`` (local master) and under ``sparkwax submit``
 on ``local-cluster`` (its own executor JVM), each from a folder that is not
@@ -55,7 +56,8 @@ LOGIC = textwrap.dedent('''
 ''')
 
 APP = textwrap.dedent('''
-    """Visits by user, re-keyed by country: both logics from flow_logic."""
+    """Visits by user, re-keyed by country (seeded: 'us' starts at 10);
+    both logics from flow_logic."""
     import argparse, json
     import sparkwax as sw
     from flow_logic import Total, Visits
@@ -70,7 +72,8 @@ APP = textwrap.dedent('''
     visits = sw.stateful(events, key="user", builder=Visits, step_id="visits",
                          output_schema="country string, n long")
     totals = sw.stateful(visits.select("country", "n"), key="country", builder=Total,
-                         value="n", output_schema="total long", step_id="totals")
+                         value="n", output_schema="total long", step_id="totals",
+                         seed=sw.seed_frame(spark, {"us": 10}, "country string"))
     sw.start(totals, checkpoint=args.checkpoint, path=args.output,
              trigger={"availableNow": True}).awaitTermination()
     rows = sorted(tuple(row) for row in spark.read.parquet(args.output).collect())
@@ -78,7 +81,7 @@ APP = textwrap.dedent('''
 ''')
 
 EVENTS = [("a", "eu"), ("b", "us"), ("a", "eu"), ("c", "eu")]
-TOTALS = [["eu", 1], ["eu", 3], ["eu", 4], ["us", 1]]
+TOTALS = [["eu", 1], ["eu", 3], ["eu", 4], ["us", 11]]
 
 
 def run(command, tmp_path: Path, name: str) -> subprocess.CompletedProcess:
@@ -98,7 +101,7 @@ def rows_of(done: subprocess.CompletedProcess) -> list:
     return json.loads(done.stdout.split("rows ", 1)[1].splitlines()[0])
 
 
-def test_a_rekeyed_step_imports_the_apps_module_as_python_and_under_submit(spark, tmp_path):
+def test_a_rekeyed_seeded_step_imports_the_apps_module_as_python_and_under_submit(spark, tmp_path):
     skip_unless_steps_follow(spark)
     app = tmp_path / "app" / "app.py"
     app.parent.mkdir()

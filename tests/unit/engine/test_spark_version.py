@@ -257,3 +257,27 @@ def test_the_grep_finds_what_it_forbids(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "PACKAGE", bad)
     flagged = {int(finding.split(":")[1]) for finding in outside_findings()}
     assert flagged == set(range(2, 11))  # every line but the plain import
+
+
+def test_the_driver_workers_own_lines_are_dropped_there_only(monkeypatch, capsys):
+    """pyspark's driver-side transformWithState worker prints its progress
+    (the UDF, the state server's port) to stdout, which the JVM copies to
+    its stderr: in that worker only, and unless verbose, those lines go."""
+    import sys
+    import types
+
+    from sparkwax.engine import spark_version
+
+    worker = types.ModuleType("__main__")
+    worker.__spec__ = types.SimpleNamespace(name=spark_version.DRIVER_WORKER)
+    worker.main = lambda: None
+    monkeypatch.setitem(sys.modules, "__main__", worker)
+    assert not spark_version.quiet_driver_worker({"SPARKWAX_VERBOSE": "1"})
+    assert not spark_version.quiet_driver_worker({"SPARKWAX_SPARK_LOG_LEVEL": "info"})
+    assert not hasattr(worker, "print")
+    assert spark_version.quiet_driver_worker({})
+    worker.print("Streaming TransformWithStateInPandas Python worker received parameters.\n")
+    worker.print("the app's own line")
+    assert capsys.readouterr().out == "the app's own line\n"
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))  # an executor's
+    assert not spark_version.quiet_driver_worker({})

@@ -192,3 +192,37 @@ def test_stages_of_several_chained_steps_are_named_by_step():
 def test_a_step_without_stages_adds_nothing_to_its_line():
     line = progress_line("q", {"batchId": 0, "observedMetrics": {"sparkwax:s": {"emits": 2}}})
     assert "stages" not in line and line.endswith(" s")
+
+
+def _two_steps(first_timers=77, last_timers=5):
+    return {"sparkwax:windows": {"rows_in": 7, "emits": 3, "timers_fired": last_timers},
+            "sparkwax:sessions": {"rows_in": 12, "emits": 7, "timers_fired": first_timers}}
+
+
+def test_a_query_of_two_steps_shows_each_step_first_step_first():
+    """Each step's rows in, emits out and timers fired, in the query's order
+    (not the observed metrics' order, which Spark does not keep), after the
+    query's totals."""
+    progress = {"batchId": 2, "numInputRows": 12, "observedMetrics": _two_steps()}
+    line = progress_line("q", progress, order=["sessions", "windows"])
+    assert "  timers 82  " in line, line
+    assert line.endswith("  steps sessions 12 in 7 out 77 timers, windows 7 in 3 out 5 timers")
+    assert progress_line("q", progress, order=["windows", "sessions"]).endswith(
+        "  steps windows 7 in 3 out 5 timers, sessions 12 in 7 out 77 timers")
+
+
+def test_the_follower_orders_an_sw_start_querys_steps_by_its_descriptions():
+    class Started:  # sw.start's Query: its steps' descriptions; the re-keyed one on TWS
+        name, id = "q", "1"
+        recentProgress = [{"batchId": 0, "durationMs": {"addBatch": 9}, "observedMetrics": _two_steps()}]
+        _steps = {"windows": {"state": "per_key/1 tws"}, "sessions": {"state": "per_key/1"}}
+
+    lines = []
+    Follower({"q": Started()}, lines.append).poll()
+    assert lines[0].endswith("steps sessions 12 in 7 out 77 timers, windows 7 in 3 out 5 timers")
+
+
+def test_one_step_gets_no_steps_part():
+    line = progress_line("q", {"batchId": 0, "observedMetrics": {"sparkwax:s": {"emits": 2}}},
+                         order=["s"])
+    assert "steps" not in line

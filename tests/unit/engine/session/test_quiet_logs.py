@@ -1,5 +1,6 @@
 """Spark's known-benign warnings (the state store's per-partition two, the
-scheduler's "Cannot find active jobs" at a stop) are left out of Spark's log
+scheduler's "Cannot find active jobs" at a stop, the transformWithState
+state server's end of socket, the hostname's loopback) are left out of Spark's log
 (``sparkwax.engine.session.log_levels.BENIGN``) unless ``--verbose`` / traces or
 INFO is asked; every other warning still shows."""
 
@@ -60,6 +61,14 @@ def test_the_benign_warnings_are_denied_and_only_they():
     assert not _denied(filters, f"{state}.StateStore", REAL)
     assert not _denied(filters, "org.apache.spark.scheduler.DAGScheduler", LOADED)
     assert not _denied(filters, "org.apache.spark.scheduler.TaskSetManager", CANCEL)
+    for server in ("org.apache.spark.sql.execution.python.TransformWithStateInPandasStateServer",
+                   "org.apache.spark.sql.execution.python.streaming."
+                   "TransformWithStateInPySparkStateServer"):  # 4.0's, 4.3's
+        assert _denied(filters, server, "No more data to read from the socket")
+        assert not _denied(filters, server, "Error reading message: boom")
+    assert _denied(filters, "org.apache.spark.util.Utils", "Your hostname, vm, resolves to a "
+                   "loopback address: 127.0.0.1; using 192.0.2.2 instead (on interface eth0)")
+    assert not _denied(filters, "org.apache.spark.util.Utils", REAL)
     assert _filters(_text("ERROR"))
 
 
