@@ -66,12 +66,11 @@ SINCE: Dict[str, Version] = {
 }
 
 # Known Spark bugs by the releases they are in: (first, last) inclusive.
-BUGS: Dict[str, Tuple[Version, Version]] = {
-    # apache/spark#58211 (fixed by #58258): the statestore reader on a session
-    # that never touched spark.streams finds no StateStoreCoordinator
-    # (RpcEndpointNotFoundException); touching spark.streams first registers it
-    "state_coordinator_unregistered": ((4, 2, 0), (4, 2, 99)),
-}
+# (apache/spark#58211, the statestore reader's unregistered StateStoreCoordinator,
+# is not listed: it was seen on 4.1.4 and 4.2, and its workaround, touching
+# spark.streams, is harmless everywhere, so statestore_reader applies it on
+# every line.)
+BUGS: Dict[str, Tuple[Version, Version]] = {}
 
 # Session confs whose defaults differ between lines, set by sw.local_session
 # to 4.x's defaults so a program writes the same files on every line. 3.5
@@ -287,8 +286,8 @@ def progress_offset(value: Any) -> Any:
 def statestore_reader(spark: Any, feature: str, *, changes: bool = False) -> Any:
     """``spark.read.format("statestore")`` for ``feature`` (what the user
     called, for the message), or a ``ConfigError`` naming the Spark version
-    it needs where the session's Spark has no such reader (3.5). Works
-    around Spark 4.2's unregistered StateStoreCoordinator first."""
+    it needs where the session's Spark has no such reader (3.5). Touches
+    ``spark.streams`` first, on every line (``touch_streams``)."""
     version = session_version(spark)
     needed = "state_change_feed" if changes else "statestore_reader"
     if not has(version, needed):
@@ -299,15 +298,16 @@ def statestore_reader(spark: Any, feature: str, *, changes: bool = False) -> Any
             f"from a PySpark {line(SINCE[needed])}+ environment against a copy of the "
             "checkpoint (the state files are read, never written), or read the step's "
             "output instead")
-    if has_bug(version, "state_coordinator_unregistered"):
-        touch_streams(spark)
+    touch_streams(spark)  # on every line: apache/spark#58211 (touch_streams)
     return spark.read.format("statestore")
 
 
 def touch_streams(spark: Any) -> None:
     """Touch ``spark.streams`` (the session's StreamingQueryManager), which
     registers the StateStoreCoordinator the statestore reader asks for
-    (apache/spark#58211 on 4.2). Never raises."""
+    (apache/spark#58211, fixed by #58258: a session that never touched it
+    finds no coordinator; seen on 4.1.4 and 4.2). Harmless where the bug is
+    not, so done on every line rather than by a version range. Never raises."""
     try:
         spark.streams  # noqa: B018 (the access is the point)
     except Exception:
@@ -315,7 +315,7 @@ def touch_streams(spark: Any) -> None:
 
 
 def coordinator_bug(error: BaseException) -> bool:
-    """Whether ``error`` is Spark 4.2's missing StateStoreCoordinator
+    """Whether ``error`` is Spark's missing StateStoreCoordinator
     (apache/spark#58211), a Spark bug, not a damaged checkpoint."""
     text = str(error)
     return "StateStoreCoordinator" in text and "RpcEndpointNotFound" in text
@@ -325,7 +325,7 @@ def coordinator_message(spark: Any, feature: str) -> str:
     """What to say when ``coordinator_bug``: the Spark bug, and the way out."""
     version = ".".join(map(str, session_version(spark)))
     return (f"{feature}: Spark {version} could not reach its StateStoreCoordinator "
-            "(a Spark 4.2 bug, apache/spark#58211, fixed by apache/spark#58258; the checkpoint "
+            "(a Spark bug, apache/spark#58211, fixed by apache/spark#58258; the checkpoint "
             "is not at fault). Touch spark.streams on the session before reading state, or "
             "run the state tools from a session that has run a streaming query")
 

@@ -35,12 +35,35 @@ def seed_rows(frame: pd.DataFrame, key_count: int, single: bool) -> List[Tuple[A
     return [(plain_key(tuple(values), single), blob) for values, blob in zip(zip(*columns), blobs)]
 
 
+def check_seed_columns(step_id: str, key: Any, frame: pd.DataFrame) -> None:
+    """A ConfigError when the seed's ``snapshot`` column did not reach the
+    step: Spark's optimizer drops every initial-state column but the key
+    when the step's output is transformed in the same query (SPARK-52195,
+    seen on PySpark 4.0; fixed in 4.1). Detected here, by what arrives.
+
+    >>> check_seed_columns("acc", "b", pd.DataFrame({"key": ["b"]}))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sparkwax.errors.ConfigError: step 'acc', key 'b': the seed's 'snapshot' column ...
+    """
+    if SNAPSHOT in frame.columns:
+        return
+    raise ConfigError(
+        f"step {step_id!r}, key {key!r}: the seed's {SNAPSHOT!r} column did not reach the "
+        f"step (its initial state holds only {[str(c) for c in frame.columns]}). Your seed is "
+        f"not at fault: Spark dropped the column, a bug of transformWithStateInPandas's "
+        f"initial state when the seeded step's output is transformed in the same query "
+        f"(a select, a second step; SPARK-52195, fixed in Spark 4.1). Run on PySpark 4.1 or "
+        f"newer, or make the seeded step the query's last (write its output as it is)")
+
+
 def seed_key(host: Any, key_values: Tuple[Any, ...], frame: pd.DataFrame, state: Any) -> None:
     """A per-key host's seeded key: one snapshot, as its state row, its
     timeout armed as the driver says (``Driver.seed``) on a ``TwsGroupState``
     (an absolute time whatever the time mode: a due one fires in this
     batch, where ``GroupState`` would wait a batch)."""
     key = plain_key(key_values, host.single_key)
+    check_seed_columns(host.driver.step_id, key, frame)
     rows = seed_rows(frame, len(key_values), host.single_key)
     if len(rows) != 1:
         raise ConfigError(f"step {host.driver.step_id!r}: the seed holds {len(rows)} snapshots "
@@ -55,6 +78,8 @@ def seed_key(host: Any, key_values: Tuple[Any, ...], frame: pd.DataFrame, state:
 
 def seed_bucket(host: Any, frame: pd.DataFrame, state: Any) -> None:
     """A packed host's seeded bucket: its keys' snapshots, as its state row."""
+    check_seed_columns(host.driver.step_id, frame.iloc[0, 0] if len(frame.columns) else None,
+                       frame)
     rows = seed_rows(frame, len(host.key_names), host.single)
     keys = [key for key, _ in rows]
     if len(set(keys)) != len(keys):
@@ -71,4 +96,4 @@ def seed_bucket(host: Any, frame: pd.DataFrame, state: Any) -> None:
         state.setTimeoutTimestamp(earliest)  # absolute, as for a key
 
 
-__all__ = ["SNAPSHOT", "seed_bucket", "seed_key", "seed_rows"]
+__all__ = ["SNAPSHOT", "check_seed_columns", "seed_bucket", "seed_key", "seed_rows"]

@@ -34,6 +34,7 @@ APP = textwrap.dedent("""
     from datetime import datetime, timezone
     import sparkwax as sw
     from sparkwax.testing.reference import Accumulator
+    from kit import PassThrough
 
     work = sys.argv[1]
     source = os.path.join(work, "in")
@@ -44,17 +45,6 @@ APP = textwrap.dedent("""
             handle.write(json.dumps({"key": key, "ts": f"2024-01-01T{clock}Z",
                                      "value": value}) + "\\n")
 
-    class Tally(sw.StatefulLogic):
-        def __init__(self, resume=None):
-            self.n = resume or 0
-
-        def on_item(self, value):
-            self.n += 1
-            return [(self.n,)], sw.RETAIN
-
-        def snapshot(self):
-            return self.n
-
     def at(clock):
         return datetime.fromisoformat(f"2024-01-01T{clock}+00:00")
 
@@ -62,11 +52,14 @@ APP = textwrap.dedent("""
     stream = spark.readStream.schema("key string, ts timestamp, value long") \\
         .option("maxFilesPerTrigger", 1).json(source)
     seed = sw.seed_frame(spark, {"b": (7, 1, at("10:01:00"), at("10:05:00"))}, "key string")
-    first = sw.stateful(stream, key="key", builder=Accumulator, seed=seed, step_id="acc",
-                        output_schema="kind string, a long, b long",
-                        time=sw.EventTime("ts", watermark="2 minutes"))
-    second = sw.stateful(first.select("kind", "a"), key="kind", builder=Tally,
-                         output_schema="n long", step_id="tally")
+    # the seeded step follows another and is the query's last: PySpark 4.0
+    # drops a seed's snapshot column when its step's output is transformed
+    # (SPARK-52195; tests/spark/planning/test_seed_spark.py)
+    first = sw.stateful(stream, key="key", builder=PassThrough, step_id="pass",
+                        output_schema="ts timestamp, value long")
+    second = sw.stateful(first, key="key", builder=Accumulator, seed=seed, step_id="acc",
+                         output_schema="kind string, a long, b long",
+                         time=sw.EventTime("ts", watermark="2 minutes"))
     query = sw.start(second, checkpoint=os.path.join(work, "checkpoint"),
                      path=os.path.join(work, "out"), trigger={"availableNow": True})
     query.awaitTermination()
@@ -85,7 +78,8 @@ def test_a_seeded_rekeyed_run_prints_no_warning(tmp_path):
     (tmp_path / "app.py").write_text(APP)
     env = {name: value for name, value in os.environ.items()
            if name not in ("SPARKWAX_VERBOSE", "SPARKWAX_SPARK_LOG_LEVEL")}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "tests"),
+                                     *filter(None, [env.get("PYTHONPATH")])])
     done = subprocess.run([sys.executable, str(tmp_path / "app.py"), str(tmp_path / "run")],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
