@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..checkpoints.format.files import FOLLOWING_STATE
 from ..spark_version import quiet_driver_worker
-from .seeding import seed_bucket, seed_key
+from .initial_state import seed_bucket, seed_key
 
 _KEEP, _REMOVE, _UPDATE = "keep", "remove", "update"
 
@@ -157,7 +157,7 @@ class TwsProcessor:
     def handleInitialState(self, key: Tuple[Any, ...], initialState: pd.DataFrame,  # noqa
                            timerValues: Any) -> None:  # noqa: N803
         """A seeded key's (or bucket's) state, before the first batch's rows
-        (``hosts.seeding``). PySpark 4.0 also calls it, with an empty frame,
+        (``hosts.initial_state``). PySpark 4.0 also calls it, with an empty frame,
         for a key that has rows and no seed: nothing to seed then."""
         if len(initialState) == 0:
             return

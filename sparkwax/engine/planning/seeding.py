@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from ...recovery import encode_snapshot
 from ...errors import ConfigError
 from ..deploy.session_confs import is_connect
-from ..hosts.seeding import SNAPSHOT
+from ..hosts.initial_state import SNAPSHOT
 from ..spark_version import has_transform_with_state, line, session_version
 
 

@@ -133,7 +133,7 @@ def test_a_foreign_blob_is_refused():
 
 
 @pytest.mark.parametrize("name", ["hosts.bucket", "hosts.packed", "planning.description",
-                                  "hosts.prepack", "hosts.seeding", "hosts.tws"])
+                                  "hosts.prepack", "hosts.initial_state", "hosts.tws"])
 def test_module_examples_run(name):
     import doctest
     import importlib

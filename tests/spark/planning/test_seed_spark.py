@@ -107,7 +107,7 @@ def test_a_seeded_steps_output_selected_in_the_query_streams_or_names_sparks_bug
     """A select after a seeded step: PySpark 4.0's optimizer drops the
     seed's ``snapshot`` column from the step's initial state (SPARK-52195,
     fixed in 4.1), so the host gets only the key. Detected where it arrives
-    (``hosts.seeding.check_seed_columns``), never assumed from a version:
+    (``hosts.initial_state.check_seed_columns``), never assumed from a version:
     a line that keeps the column streams as offline, one that drops it stops
     with a ConfigError that names the step, the key and Spark's bug, and
     does not blame the seed."""
