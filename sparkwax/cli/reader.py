@@ -64,9 +64,9 @@ def reader_session(args: argparse.Namespace, app_name: str) -> Any:
 
         require_checkpoint(LocalFolders(), args.checkpoint, folder)  # says what it holds
     if args.remote is None and args.master is None:
-        from pyspark import SparkContext
+        from ..engine.spark_version import active_context
 
-        running = SparkContext._active_spark_context
+        running = active_context()
         if running is not None:  # called from a program: its session, its settings kept
             return local_session(running.master, app_name=app_name, conf=settings)
         return local_session("local[1]", app_name=app_name, shuffle_partitions=1,

@@ -360,6 +360,81 @@ def quiet_driver_worker(environ: Optional[Dict[str, str]] = None) -> bool:
     return True
 
 
+# -- the JVM behind a classic session: PySpark's private py4j handles, here only.
+# Each raises (an AttributeError) where there is none (Spark Connect, a stopped
+# context): callers keep their own fallback for that, and the one for queries
+# returns None.
+
+def classic_context(spark: Any) -> Optional[Any]:
+    """A classic session's ``SparkContext`` (``spark._sc``), None for a
+    Spark Connect session (it has none).
+
+    >>> classic_context(object()) is None
+    True
+    """
+    return getattr(spark, "_sc", None)
+
+
+def active_context() -> Optional[Any]:
+    """The ``SparkContext`` running in this process, or None (PySpark's
+    ``SparkContext._active_spark_context``; None without pyspark too)."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return None
+    return SparkContext._active_spark_context
+
+
+def instantiated_session() -> Optional[Any]:
+    """The classic ``SparkSession`` this process made last, active in any
+    thread or not (PySpark's ``SparkSession._instantiatedSession``)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession._instantiatedSession
+
+
+def connect_plan(frame: Any) -> Any:
+    """A Spark Connect DataFrame's client-side plan (``frame._plan``)."""
+    return frame._plan
+
+
+def jvm(spark: Any) -> Any:
+    """The py4j view of the session's JVM (``sc._jvm``): Java classes by name."""
+    return spark.sparkContext._jvm
+
+
+def java_spark_context(spark: Any) -> Any:
+    """The Scala ``SparkContext`` of the session (``sc._jsc.sc()``)."""
+    return spark.sparkContext._jsc.sc()
+
+
+def hadoop_conf(spark: Any) -> Any:
+    """A new Hadoop ``Configuration`` from the session's state (its Hadoop
+    settings and SQL confs, as Spark's own file reads see them)."""
+    return spark._jsparkSession.sessionState().newHadoopConf()
+
+
+def java_array(spark: Any, java_class: Any, size: int) -> Any:
+    """A Java array of ``java_class`` through the session's py4j gateway."""
+    return spark.sparkContext._gateway.new_array(java_class, size)
+
+
+def java_query(query: Any) -> Optional[Any]:
+    """The JVM ``StreamingQuery`` of a classic ``StreamingQuery``
+    (``_jsq``), or None (Spark Connect's query, another object).
+
+    >>> java_query(object()) is None
+    True
+    """
+    return getattr(query, "_jsq", None)
+
+
+def logical_plan_text(frame: Any) -> str:
+    """The analyzed logical plan of a classic DataFrame, as the JVM prints it
+    (``_jdf.queryExecution().logical()``)."""
+    return str(frame._jdf.queryExecution().logical().toString())
+
+
 def _quiet_print(*values: Any, **options: Any) -> None:
     """``print``, but for the driver worker's own progress lines."""
     if values and isinstance(values[0], str) and values[0].startswith(_WORKER_LINES):
@@ -367,8 +442,9 @@ def _quiet_print(*values: Any, **options: Any) -> None:
     print(*values, **options)
 
 
-__all__ = ["ALIKE_CONFS", "BUGS", "SINCE", "SUPPORTED", "Version", "arrow_batch_transformer", "client_version",
+__all__ = ["ALIKE_CONFS", "BUGS", "active_context", "SINCE", "SUPPORTED", "Version", "arrow_batch_transformer", "classic_context", "client_version", "connect_plan",
            "coordinator_bug", "coordinator_message", "driver_python_files", "from_ddl", "has", "has_arrow_batch_transformer",
-           "has_bug", "has_from_ddl", "has_no_data_batch_metrics", "has_statestore_reader", "has_transform_with_state", "line",
+           "hadoop_conf", "has_bug", "instantiated_session", "has_from_ddl", "has_no_data_batch_metrics", "has_statestore_reader", "has_transform_with_state", "java_array", "java_query", "java_spark_context", "jvm", "line",
+           "logical_plan_text",
            "parse_version", "progress_offset", "quiet_driver_worker", "python_includes", "progress_offsets_format", "running_batch_id", "session_version",
            "statestore_reader", "supported", "to_arrow_schema", "touch_streams", "worker_environment"]

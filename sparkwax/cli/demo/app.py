@@ -149,12 +149,11 @@ def run_demo(options: DemoOptions, out: Optional[TextIO] = None) -> DemoReport:
         say(f"  {name}: host {choice.host} ({choice.reason})")
     explain(say, HOSTS_EXPLAINED)
 
-    from pyspark import SparkContext
-
     import sparkwax
     from ...engine.checkpoints.storage import storage_for
+    from ...engine.spark_version import active_context
 
-    owned = options.remote is None and SparkContext._active_spark_context is None
+    owned = options.remote is None and active_context() is None
     if options.remote is not None:  # a Connect client session: the server outlives it
         say(f"connecting to Spark Connect at {options.remote}...")
         spark = sparkwax.local_session(remote=options.remote)

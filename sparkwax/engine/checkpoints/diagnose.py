@@ -40,7 +40,7 @@ from ...errors import CheckpointError, ConfigError, SparkwaxError
 from ..._ops.rebuild import rebuild
 from .offsets_files import offsets_problem
 from .storage import join_path, storage_for
-from ..spark_version import coordinator_bug, coordinator_message
+from ..spark_version import coordinator_bug, coordinator_message, java_spark_context, jvm
 
 _STATE_FAILURE = re.compile(r"CANNOT_LOAD_STATE_STORE|CANNOT_READ_(?:DELTA|SNAPSHOT|STREAMING)"
                             r"|Failed to read (?:delta|snapshot) file|RocksDB")
@@ -270,16 +270,16 @@ def _codec(store: Any, checkpoint: str) -> str:
 def _decompressor(spark: Any, codec: str) -> Optional[Callable[[bytes], bytes]]:
     """Spark's own codec through the JVM (a classic session), else None."""
     try:
-        jvm = spark.sparkContext._jvm
-        conf = spark.sparkContext._jsc.sc().conf()
-        created = jvm.org.apache.spark.io.CompressionCodec.createCodec(conf, codec)
+        java = jvm(spark)
+        conf = java_spark_context(spark).conf()
+        created = java.org.apache.spark.io.CompressionCodec.createCodec(conf, codec)
     except Exception:  # Spark Connect: no JVM here
         return None
 
     def decompress(data: bytes) -> bytes:
-        stream = created.compressedInputStream(jvm.java.io.ByteArrayInputStream(bytearray(data)))
+        stream = created.compressedInputStream(java.java.io.ByteArrayInputStream(bytearray(data)))
         try:
-            return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            return bytes(java.org.apache.commons.io.IOUtils.toByteArray(stream))
         finally:
             stream.close()
     return decompress

@@ -55,6 +55,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Type
 from .format.paths import join_path
 from ...errors import CheckpointInUseError, ConfigError, SparkwaxError
 from ..deploy.session_confs import is_connect
+from ..spark_version import java_query
 from .storage import is_staging_of, storage_for
 
 FILE = "sparkwax-live.json"
@@ -167,9 +168,12 @@ def _running_here(spark: Any, checkpoint: str) -> Optional[Holder]:
         return None
     wanted = storage_for(spark).qualified(checkpoint).rstrip("/")
     for query in active:
+        handle = java_query(query)
+        if handle is None:  # not a classic query: no root to compare
+            continue
         try:
-            root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
-        except Exception:  # not a classic query: no root to compare
+            root = str(handle.streamingQuery().resolvedCheckpointRoot())
+        except Exception:  # not the JVM object this module knows
             continue
         if root.rstrip("/") == wanted:
             return Holder("query", socket.gethostname(), os.getpid(),

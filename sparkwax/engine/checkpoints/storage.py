@@ -33,6 +33,7 @@ from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ...errors import ConfigError
 from ..deploy.session_confs import is_connect
+from ..spark_version import hadoop_conf, java_array, jvm
 from .format.paths import join_path, scheme_of
 
 CLEARED_MARKER = "cleared by sparkwax"
@@ -120,13 +121,13 @@ class HadoopStorage:
 
     def __init__(self, spark: Any):
         self._spark = spark
-        self._jvm = spark.sparkContext._jvm
-        self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+        self._java = jvm(spark)
+        self._conf = hadoop_conf(spark)
         self._path_class: Any = None  # Hadoop's Path: looked up once (each lookup is ~5 py4j calls)
 
     def _path(self, *parts: Any) -> Any:
         if self._path_class is None:
-            self._path_class = self._jvm.org.apache.hadoop.fs.Path
+            self._path_class = self._java.org.apache.hadoop.fs.Path
         return self._path_class(*parts)
 
     def _fs(self, path: str) -> Tuple[Any, Any]:
@@ -171,7 +172,7 @@ class HadoopStorage:
     def _read_file(self, fs: Any, hadoop_path: Any) -> bytes:
         stream = fs.open(hadoop_path)
         try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            return bytes(self._java.org.apache.commons.io.IOUtils.toByteArray(stream))
         finally:
             stream.close()
 
@@ -208,11 +209,11 @@ class HadoopStorage:
         over the old object). Where that rename is refused, ``write_text``."""
         fs, hadoop_path = self._fs(path)
         staging = self._staged(fs, hadoop_path, text)
-        hadoop_fs = self._jvm.org.apache.hadoop.fs
+        hadoop_fs = self._java.org.apache.hadoop.fs
         try:
             context = hadoop_fs.FileContext.getFileContext(hadoop_path.toUri(), self._conf)
             overwrite = getattr(hadoop_fs, "Options$Rename")
-            options = self._spark.sparkContext._gateway.new_array(overwrite, 1)
+            options = java_array(self._spark, overwrite, 1)
             options[0] = overwrite.OVERWRITE
             context.rename(staging, hadoop_path, options)
         except Exception:  # a file system without FileContext support
@@ -251,7 +252,7 @@ class HadoopStorage:
         link of a temporary file: True when linked, False when the name
         existed, None when this disk takes no hard link."""
         staging = self._staged(fs, hadoop_path, text)
-        files = self._jvm.java.nio.file.Files
+        files = self._java.java.nio.file.Files
         try:
             files.createLink(fs.pathToFile(hadoop_path).toPath(),
                              fs.pathToFile(staging).toPath())

@@ -43,7 +43,7 @@ import os
 import sys
 from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
-from ..spark_version import python_includes
+from ..spark_version import classic_context, python_includes
 from .zips import cache_dir, submitted_py_files, zip_bytes
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -153,7 +153,7 @@ def ship_app_modules(spark: Any) -> Optional[str]:
     zip is already in ``--py-files`` (``sparkwax submit``), or when
     ``spark.sparkwax.shipApp`` / ``$SPARKWAX_SHIP_APP`` is ``false``.
     Unresolved imports are logged, not raised: the driver ran them already."""
-    sc = getattr(spark, "_sc", None)
+    sc = classic_context(spark)
     if sc is None or getattr(sc, "_sparkwax_app_shipped", None) is not None:
         return getattr(sc, "_sparkwax_app_shipped", None) or None
     setattr(sc, "_sparkwax_app_shipped", "")
@@ -345,7 +345,7 @@ def ship_app_file(spark: Any, location: str, module: Any = None) -> Optional[str
     if not found.files:
         return None
     path = build_app_zip(found)
-    sc = getattr(spark, "_sc", None)
+    sc = classic_context(spark)
     if sc is not None:
         sc.addPyFile(path)
     else:

@@ -35,7 +35,7 @@ import logging
 import os
 from typing import Any, List
 
-from ..spark_version import driver_python_files, worker_environment
+from ..spark_version import classic_context, driver_python_files, worker_environment
 
 log = logging.getLogger("sparkwax.shipping")
 VARIABLE = "PYTHONPATH"
@@ -46,7 +46,7 @@ def share_python_files(spark: Any) -> List[str]:
     ``PYTHONPATH`` of the workers of functions created from now on; return
     the paths added now (none for Spark Connect, nothing shipped, or
     nothing new)."""
-    sc = getattr(spark, "_sc", None)
+    sc = classic_context(spark)
     if sc is None:
         return []
     environment = worker_environment(sc)

@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...errors import ConfigError
+from ..spark_version import jvm
 
 if TYPE_CHECKING:
     from ..hosts.prepack import Unpacker
@@ -72,7 +73,7 @@ def max_snapshot_bytes(spark: Any) -> Optional[int]:
 
 def _jvm_heap(spark: Any) -> Optional[int]:
     try:
-        return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
+        return int(jvm(spark).java.lang.Runtime.getRuntime().maxMemory())
     except Exception:  # Spark Connect: no JVM here
         return None
 

@@ -58,7 +58,7 @@ import zipfile
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ...errors import ConfigError
-from ..spark_version import python_includes
+from ..spark_version import classic_context, python_includes
 from .app_modules import ship_app_modules
 from .driver_workers import share_python_files
 from .zips import cache_dir, submitted_py_files, zip_bytes
@@ -192,7 +192,7 @@ def ensure_shipped(spark: Any) -> Optional[str]:
     import sparkwax from a zip, registers ``UNSHIPPED`` for pickling by
     value (``pickle_unshipped_by_value``), at every call: a step may use a
     package imported since the last one."""
-    sc = getattr(spark, "_sc", None)  # None for Spark Connect sessions
+    sc = classic_context(spark)  # None for Spark Connect sessions
     if sc is None:
         path = _ship_to_connect(spark)
         zipped = path is not None
@@ -251,10 +251,10 @@ def ship_function(spark: Any, function: Callable[..., Any]) -> Callable[..., Any
     all the job's Python files on the path of the Python worker Spark starts
     on the driver for a re-keyed or seeded step (``driver_workers``)."""
     path = ensure_shipped(spark)
-    if getattr(spark, "_sc", None) is not None:
+    if classic_context(spark) is not None:
         ship_app_modules(spark)  # the main script's own modules, for plain python/spark-submit
         share_python_files(spark)  # before the step's function is created
-    if path is None or getattr(spark, "_sc", None) is not None:
+    if path is None or classic_context(spark) is not None:
         return function
     from .carrier import carry
 

@@ -22,7 +22,8 @@ from typing import Any, Iterable, Iterator, List, Optional
 from ...errors import ConfigError
 from ...metrics import INPUT_SUFFIX, PREFIX
 from ..deploy.session_confs import is_connect
-from ..spark_version import has_transform_with_state, line, session_version
+from ..spark_version import (connect_plan, has_transform_with_state, line, logical_plan_text,
+                             session_version)
 
 # an applyInPandasWithState node of a classic session's logical plan (the same
 # name on 3.5 to 4.3), and the observed metrics sparkwax puts on top of each
@@ -65,7 +66,7 @@ def stateful_operators(df: Any) -> List[str]:
     stands)."""
     try:
         if is_connect(df.sparkSession):
-            return _operators(_connect_marks(df._plan))
+            return _operators(_connect_marks(connect_plan(df)))
     except Exception:  # pragma: no cover (a PySpark that moved the plan's API)
         return []
     text = plan_text(df)
@@ -77,7 +78,7 @@ def plan_text(df: Any) -> Optional[str]:
     ``queryExecution().logical()``); None where it cannot be read (Spark
     Connect, a PySpark that moved that API)."""
     try:
-        return str(df._jdf.queryExecution().logical().toString())
+        return logical_plan_text(df)
     except Exception:
         return None
 

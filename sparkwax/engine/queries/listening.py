@@ -18,6 +18,8 @@ import json
 import threading
 from typing import Any, Dict, Mapping, Optional, Protocol, Set
 
+from ..spark_version import java_spark_context
+
 
 class Follower(Protocol):
     """What the listener hands the progress to (``progress.Follower``; a
@@ -97,7 +99,7 @@ def _drain(spark: Any, timeout_ms: int = 10_000) -> None:
     Spark Connect there is no such bus here (the client's listener has no
     py4j call to break): nothing to wait for."""
     try:
-        bus = spark.sparkContext._jsc.sc().listenerBus()
+        bus = java_spark_context(spark).listenerBus()
     except Exception:  # Spark Connect, or the context has stopped
         return
     try:

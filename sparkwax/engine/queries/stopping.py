@@ -39,7 +39,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from ..spark_version import running_batch_id
+from ..spark_version import java_query, running_batch_id
 
 RUNNING = ("Processing new data", "No new data but cleaning up state")  # Spark's status
 GROUP, BATCH = "spark.jobGroup.id", "streaming.sql.batchId"  # a stream thread's job properties
@@ -49,7 +49,7 @@ def execution(query: Any) -> Optional[Any]:
     """The JVM ``StreamExecution`` of a classic query (or of a sparkwax
     ``Query`` around one), else None."""
     spark_query = getattr(query, "spark_query", query)
-    handle = getattr(spark_query, "_jsq", None)
+    handle = java_query(spark_query)
     if handle is None:
         return None
     try:

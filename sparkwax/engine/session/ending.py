@@ -26,6 +26,8 @@ import atexit
 import logging
 from typing import Any, List
 
+from ..spark_version import active_context, instantiated_session
+
 _LOG = logging.getLogger("sparkwax")
 QUERY_WAIT_SECONDS = 30.0  # per query: its micro-batch in flight, then Spark's stop()
 _registered: List[bool] = []
@@ -57,14 +59,11 @@ def stop_session_at_exit() -> None:
 
 def running_session() -> Any:
     """The classic session whose SparkContext still runs, or None."""
-    try:
-        from pyspark import SparkContext
-        from pyspark.sql import SparkSession
-    except ImportError:
+    if active_context() is None:  # (None without pyspark too)
         return None
-    if SparkContext._active_spark_context is None:
-        return None
-    return SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() or instantiated_session()
 
 
 def stop_queries(session: Any) -> None:

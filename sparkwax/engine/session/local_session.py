@@ -29,7 +29,7 @@ from typing import Any, Dict, Optional
 
 from ...errors import ConfigError
 from ..deploy.session_confs import DRIVER_MEMORY, STATE_STORES, local_cores
-from ..spark_version import ALIKE_CONFS
+from ..spark_version import ALIKE_CONFS, active_context
 
 _HADOOP_PREFIX = "spark.hadoop."
 _LOG = logging.getLogger("sparkwax")
@@ -161,11 +161,9 @@ def driver_memory_for(total: Optional[int]) -> str:
 def _sized_driver_memory(settings: Dict[str, str]) -> Optional[str]:
     """Driver memory for a new local session, or None where the user set it
     (or a JVM already runs: its memory is fixed)."""
-    from pyspark import SparkContext
-
     if DRIVER_MEMORY in settings or os.environ.get("SPARK_DRIVER_MEMORY") \
             or "--driver-memory" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") \
-            or SparkContext._active_spark_context is not None or _in_spark_defaults():
+            or active_context() is not None or _in_spark_defaults():
         return None
     total = machine_memory_bytes()
     sized = driver_memory_for(total)

@@ -180,7 +180,10 @@ def test_the_coordinator_bug_is_named_as_sparks():
 
 HOME = "engine/spark_version.py"
 PRIVATE = {"fromDDL", "ArrowBatchTransformer", "to_arrow_schema", "_parse_datatype_string",
-           "getLatestExecutionContext", "currentBatchId", "_python_includes"}
+           "getLatestExecutionContext", "currentBatchId", "_python_includes",
+           # PySpark's private py4j handles (spark_version.jvm, java_query, ...)
+           "_jvm", "_jsc", "_jsparkSession", "_jdf", "_jsq", "_gateway", "_sc", "_plan",
+           "_active_spark_context", "_instantiatedSession"}
 SESSIONS = {"spark", "session", "sc", "sparkContext", "spark_session", "sparkSession"}
 
 
@@ -251,10 +254,30 @@ def test_the_grep_finds_what_it_forbids(tmp_path, monkeypatch):
         "r = spark.read.format('statestore')\n"
         "v = version_tuple >= (4, 2)\n"
         "b = jvm.getLatestExecutionContext().batchId()\n"
-        "i = getattr(sc, '_python_includes', None)\n")
+        "i = getattr(sc, '_python_includes', None)\n"
+        "j = spark.sparkContext._jvm.java.lang.Runtime\n"
+        "q = getattr(query, '_jsq', None)\n")
     monkeypatch.setattr(__import__(__name__), "PACKAGE", bad)
     flagged = {int(finding.split(":")[1]) for finding in outside_findings()}
-    assert flagged == set(range(2, 11))  # every line but the plain import
+    assert flagged == set(range(2, 13))  # every line but the plain import
+
+
+class JavaQuery:
+    def streamingQuery(self):  # noqa: N802
+        return "the StreamExecution"
+
+
+def test_the_py4j_handles_are_read_here():
+    """What the accessors read of a classic session, DataFrame and query."""
+    java = object()
+    context = type("Context", (), {"_jvm": java, "_jsc": type("Jsc", (), {"sc": lambda s: "sc"})(),
+                                   "_gateway": type("G", (), {"new_array": lambda s, c, n: [c] * n})()})()
+    session = type("Session", (), {"sparkContext": context})()
+    assert sv.jvm(session) is java and sv.java_spark_context(session) == "sc"
+    assert sv.java_array(session, "Option", 2) == ["Option", "Option"]
+    query = type("Query", (), {"_jsq": JavaQuery()})()
+    assert sv.java_query(query).streamingQuery() == "the StreamExecution"
+    assert sv.java_query(object()) is None   # a Connect query: no JVM handle
 
 
 def test_the_driver_workers_own_lines_are_dropped_there_only(monkeypatch, capsys):
