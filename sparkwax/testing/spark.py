@@ -56,15 +56,16 @@ def run_script_on_spark(spark: Any, builder: Union[Builder, Step], script: Seque
                         *, input_schema: str, key: str = "key", workdir: Optional[str] = None,
                         uri: Optional[str] = None, trigger: Optional[Dict[str, Any]] = None,
                         host: Host = "per_key", buckets: Optional[int] = None,
-                        seed: Optional[Dict[Any, Any]] = None, seed_key: str = "key string",
+                        seed: Optional[Dict[Any, Any]] = None, seed_key: Optional[str] = None,
                         **options: Unpack[StepOptions]) -> RunResult:
     """Outputs (with ``Row`` values turned into tuples) of the script on Spark.
     The step options go to ``stateful`` (docs/guide.md, "Step options";
     ``batch=True``: a StatefulBatchLogic); ``builder`` may be a
     ``sparkwax.Step`` (then no step options: the Step carries them).
-    ``seed``: ``{key: snapshot}`` the step starts from (``seed_frame`` of
-    ``seed_key``, the key column's DDL), as ``run(..., seed=)`` does."""
-    seeded = None if seed is None else seed_frame(spark, seed, seed_key)
+    ``seed``: ``{key: snapshot}`` the step starts from, given to
+    ``stateful`` as it is, as to ``run(..., seed=)``; with ``seed_key`` (a
+    DDL of the key columns) it goes as ``seed_frame``'s DataFrame instead."""
+    seeded = seed if seed is None or seed_key is None else seed_frame(spark, seed, seed_key)
 
     def plan(stream: Any) -> Any:
         return stateful(stream, key=key, builder=builder, host=host, buckets=buckets,

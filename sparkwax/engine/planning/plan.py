@@ -9,7 +9,7 @@ logic as aware UTC datetimes whatever the session time zone.
 
 from __future__ import annotations
 
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional,
                     Sequence, Tuple, Union)
 
 from pyspark.sql import Column, DataFrame
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 HostFunction = Union[PackedBoundedHost, PackedHost, BoundedHost, StreamingHost]
+Seed = Union[DataFrame, Mapping[Any, Any]]
+"""What ``seed=`` takes: ``{key: snapshot}`` (as offline) or a DataFrame of
+the key columns and ``snapshot``."""
 HOST_CLASSES: Dict[Tuple[str, bool, bool], type] = {
     # (host, streaming, both timer kinds): the function Spark runs per group.
     # Bounded input has no processing clock, so no two-clock host.
@@ -71,7 +74,7 @@ PACKED_STATE_SCHEMA = T.StructType([T.StructField("keys", T.BinaryType(), False)
 def stateful(df: DataFrame, *, key: Union[str, Sequence[str]],
              builder: Union[Builder, Step, None] = None, step: Optional[Step] = None,
              host: Host = "per_key", buckets: Optional[int] = None,
-             seed: Optional[DataFrame] = None, **options: Unpack[StepOptions]) -> DataFrame:
+             seed: Optional[Seed] = None, **options: Unpack[StepOptions]) -> DataFrame:
     """Run ``builder``'s StatefulLogic per key of ``df``.
 
     The step options (``output_schema``, ``time``, ``order_by``, ``value``,
@@ -82,8 +85,9 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]],
     only ``key``, ``host`` and ``buckets``. Output rows are the key columns
     followed by ``output_schema``. ``host="packed"`` runs many keys per
     Spark group (``buckets`` of them, default 4 x shuffle partitions) with
-    the same semantics; see docs/performance.md. ``seed``: a bounded
-    DataFrame of the key columns and ``snapshot`` the stream starts from
+    the same semantics; see docs/performance.md. ``seed``: the state the
+    stream starts from, ``{key: snapshot}`` as offline ``run(..., seed=)``
+    takes it, or a bounded DataFrame of the key columns and ``snapshot``
     (Spark 4.0+; docs/semantics.md, "Seeding a step").
     """
     made = as_step(builder, step=step, **options)
@@ -93,7 +97,7 @@ def stateful(df: DataFrame, *, key: Union[str, Sequence[str]],
 def stateful_batch(df: DataFrame, *, key: Union[str, Sequence[str]],
                    builder: Union[Builder, Step, None] = None, step: Optional[Step] = None,
                    host: Host = "per_key", buckets: Optional[int] = None,
-                   seed: Optional[DataFrame] = None,
+                   seed: Optional[Seed] = None,
                    **options: Unpack[StepOptions]) -> DataFrame:
     """Like ``stateful`` for a StatefulBatchLogic (one ``on_batch`` per
     activation), with the same step options (docs/guide.md, "Step options";
@@ -116,7 +120,7 @@ def batch_options(builder: Any, step: Optional[Step], options: StepOptions) -> S
 
 
 def _replannable(df: DataFrame, step: Step, key: Union[str, Sequence[str]], host: Host,
-                 buckets: Optional[int], seed: Optional[DataFrame] = None) -> DataFrame:
+                 buckets: Optional[int], seed: Optional[Seed] = None) -> DataFrame:
     """``plan_step``; a streaming packed step whose buckets are the session's
     default is remembered so that ``sw.start`` can plan it again with the
     bucket count its checkpoint recorded (``planning.recorded_counts``)."""
@@ -129,7 +133,7 @@ def _replannable(df: DataFrame, step: Step, key: Union[str, Sequence[str]], host
 
 def plan_step(df: DataFrame, step: Step, key: Union[str, Sequence[str]], *,
               host: Host = "per_key", buckets: Optional[int] = None,
-              seed: Optional[DataFrame] = None) -> DataFrame:
+              seed: Optional[Seed] = None) -> DataFrame:
     """``step`` over ``df`` grouped by ``key``, on ``host`` (every Spark entry
     point ends here): the DataFrame checks, then the host's plan."""
     step_id, time, order_by, value = step.step_id, step.time, step.order_by, step.value

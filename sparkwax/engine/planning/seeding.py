@@ -1,7 +1,9 @@
 """``seed=``: a streaming step that starts from state given as a bounded
-DataFrame of its key columns and ``snapshot`` (docs/semantics.md, "Seeding
-a step"), planned as transformWithStateInPandas' initial state (Spark
-4.0+), read in the query's first micro-batch only.
+DataFrame of its key columns and ``snapshot``, or as ``{key: snapshot}``
+(what the offline ``run(..., seed=)`` takes: made into that DataFrame with
+the step's own key types) (docs/semantics.md, "Seeding a step"), planned as
+transformWithStateInPandas' initial state (Spark 4.0+), read in the query's
+first micro-batch only.
 
 The seed may come from an old job's checkpoint (Spark's state reader,
 each row's state made into the logic's snapshot), from history, or by hand:
@@ -42,6 +44,8 @@ def seed_input(df: Any, seed: Any, step_id: str, keys: Sequence[str],
         raise ConfigError(f"step {step_id!r}: seed= starts a streaming step from state; a "
                           f"bounded DataFrame has none to start from (run it over the history "
                           f"and the seed's keys together)")
+    if isinstance(seed, Mapping):  # as offline: typed as the step's key columns
+        seed = _mapped_seed(df.sparkSession, step_id, seed, keys, fields)
     if getattr(seed, "isStreaming", True):
         raise ConfigError(f"step {step_id!r}: seed= takes a bounded DataFrame of the key "
                           f"columns and {SNAPSHOT!r}, got {type(seed).__name__}"
@@ -72,6 +76,30 @@ def seed_input(df: Any, seed: Any, step_id: str, keys: Sequence[str],
                        [(key, fields[key].dataType) for key in keys])
     return seed.select(*[F.col(f"`{name}`").cast(fields[name].dataType).alias(name)
                          for name in keys], F.col(SNAPSHOT))
+
+
+def _mapped_seed(spark: Any, step_id: str, snapshots: Mapping[Any, Any], keys: Sequence[str],
+                 fields: Mapping[str, T.StructField]) -> Any:
+    """``{key: snapshot}`` as a seed DataFrame whose key columns have the
+    step's own names and types (a tuple key for several key columns, as
+    offline), each snapshot encoded (``sw.encode_snapshot``)."""
+    several = len(keys) > 1
+    rows = []
+    for key, snapshot in snapshots.items():
+        values = tuple(key) if several and isinstance(key, tuple) else (key,)
+        if len(values) != len(keys):
+            raise ConfigError(f"step {step_id!r}: seed key {key!r}: the step's key is "
+                              f"{list(keys)}, so each seed key is a tuple of {len(keys)} "
+                              f"values")
+        rows.append((*values, encode_snapshot(snapshot)))
+    schema = T.StructType([T.StructField(name, fields[name].dataType, True) for name in keys]
+                          + [T.StructField(SNAPSHOT, T.BinaryType(), False)])
+    try:
+        return spark.createDataFrame(rows, schema)
+    except (TypeError, ValueError) as error:  # a key that is not of the key's type
+        types = ", ".join(f"{name} {fields[name].dataType.simpleString()}" for name in keys)
+        raise ConfigError(f"step {step_id!r}: a seed key does not fit the step's key "
+                          f"columns ({types}): {error}") from None
 
 
 _WIDER = [T.ByteType, T.ShortType, T.IntegerType, T.LongType]  # each holds the ones before

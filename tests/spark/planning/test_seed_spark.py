@@ -101,6 +101,33 @@ def test_a_seed_key_of_another_type_is_refused_by_name(spark, tmp_path):
                 seed=sw.seed_frame(spark, {1: snapshot}, "key int"), step_id="acc")  # widened
 
 
+def test_a_mapping_seed_takes_the_steps_key_types_or_is_refused_by_name(spark, tmp_path):
+    """``seed={key: snapshot}``, the value offline ``run(..., seed=)`` takes,
+    is made into the seed DataFrame with the step's own key types (the
+    first test streams one); a key of another type, or a key of the wrong
+    width for a step over two key columns, is a ConfigError naming the step."""
+    skip_unless_steps_follow(spark)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    snapshot = seeds()["a"]
+    numbered = spark.readStream.schema("key long, ts timestamp, value long").json(str(folder))
+    sw.stateful(numbered, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                seed={1: snapshot}, step_id="acc")  # bigint keys: planned
+    with pytest.raises(sw.ConfigError, match=r"step 'acc': a seed key does not fit the step's "
+                                             r"key columns \(key bigint\)"):
+        sw.stateful(numbered, key="key", builder=Accumulator, output_schema=OUTPUT, time=TIME,
+                    seed={"a": snapshot}, step_id="acc")
+    two = spark.readStream.schema("key string, region string, ts timestamp, value long") \
+        .json(str(folder))
+    sw.stateful(two, key=["key", "region"], builder=Accumulator, output_schema=OUTPUT,
+                time=TIME, seed={("a", "eu"): snapshot}, step_id="acc")
+    with pytest.raises(sw.ConfigError, match=r"step 'acc': seed key 'a': the step's key is "
+                                             r"\['key', 'region'\], so each seed key is a "
+                                             r"tuple of 2 values"):
+        sw.stateful(two, key=["key", "region"], builder=Accumulator, output_schema=OUTPUT,
+                    time=TIME, seed={"a": snapshot}, step_id="acc")
+
+
 @each_spark_host_with_buckets
 def test_a_seeded_steps_output_selected_in_the_query_streams_or_names_sparks_bug(
         spark, tmp_path, host, buckets):
