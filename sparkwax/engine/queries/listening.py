@@ -21,7 +21,7 @@ from typing import Any, Dict, Mapping, Optional, Protocol, Set
 from ..spark_version import java_spark_context
 
 
-class Follower(Protocol):
+class ProgressTarget(Protocol):
     """What the listener hands the progress to (``progress.Follower``; a
     protocol here: progress imports this module)."""
 
@@ -33,7 +33,7 @@ class Follower(Protocol):
 class Listening:
     """``follow``'s result with a listener: ``follower`` and ``finish()``."""
 
-    def __init__(self, follower: Follower, spark: Any, queries: Dict[str, Any]) -> None:
+    def __init__(self, follower: ProgressTarget, spark: Any, queries: Dict[str, Any]) -> None:
         self.follower = follower
         self._spark = spark
         self._queries = queries
@@ -119,7 +119,7 @@ def remove_all() -> None:
         listening._remove()
 
 
-def listen(spark: Any, follower: Follower, queries: Dict[str, Any]) -> Optional[Listening]:
+def listen(spark: Any, follower: ProgressTarget, queries: Dict[str, Any]) -> Optional[Listening]:
     """A started ``Listening`` for ``queries`` on ``spark``, or None if this
     session takes no Python listener (the caller then polls)."""
     try:
