@@ -25,7 +25,10 @@ re-armed at the very time that fired (a timer fires once the watermark
 *reaches* it, a timeout only once it *passes*) is registered 1 ms later,
 when ``GroupState``'s would fire. A row is read with ``exists()`` first
 (``get()`` of an absent row logs a warning on the state server); a fired
-timer's key always has one.
+timer's key always has one. A timeout set without ``update()`` keeps the
+row and arms it, as ``GroupState`` does (the two-clock host does that; it
+is still kept off this operator, whose time mode is one kind); a key
+without state cannot have one, here as in ``GroupState``.
 
 >>> state = TwsGroupState(_Value(), _Timers(), _Clock(), timed_out=False)
 >>> state.exists, state.hasTimedOut
@@ -98,6 +101,12 @@ class TwsGroupState:
         deleting the one registered before if it changed (not the fired
         one: PySpark does, after this call)."""
         fired, registered = self._fired, self._registered
+        if self._action == _KEEP and self._timeout is not None:  # GroupState: state kept,
+            if self._row is None:                                 # timeout set
+                raise RuntimeError("sparkwax internal error: a host set a timeout for a key "
+                                   "without state on transformWithStateInPandas, which "
+                                   "GroupState refuses too (report it)")
+            self._action = _UPDATE
         if self._action == _KEEP:
             if self._row is not None and fired is not None and registered == fired:
                 self.value.update((*self._row, None))  # the fired timer goes

@@ -84,6 +84,22 @@ def test_a_timeout_rearmed_at_the_fired_time_is_kept_one_ms_later():
     assert timers.registered == [900] and timers.warnings == []
 
 
+def test_a_timeout_set_without_an_update_keeps_the_row_and_arms_it():
+    """GroupState's promise: ``setTimeoutTimestamp`` alone keeps the state
+    and sets the timeout (the adapter dropped it before); a key without
+    state cannot have one, as GroupState refuses it."""
+    value, timers = _Value(), _Timers()
+    call(value, timers, act="update", timeout=500)
+    call(value, timers, timeout=900)
+    assert value.row == (b"s", 7, 900) and timers.registered == [900]
+    call(value, timers, fired=900, timeout=900)  # re-armed at the fired time, no update
+    assert value.row == (b"s", 7, 901) and timers.registered == [901]
+    import pytest
+
+    with pytest.raises(RuntimeError, match="a timeout for a key without state"):
+        call(_Value(), _Timers(), timeout=5)
+
+
 def test_a_new_key_is_read_without_a_warning():
     value, timers = _Value(), _Timers()
     state = call(value, timers, act="update", timeout=500)
@@ -102,8 +118,11 @@ def test_one_timer_at_most_and_it_is_the_rows(calls):
     value, timers = _Value(), _Timers()
     for step in calls:
         fired = timers.registered[0] if step["fire"] and timers.registered else None
-        call(value, timers, fired=fired, act=step["act"],
-             timeout=step["timeout"] if step["act"] == "update" else None)
+        keeps = step["act"] is None and value.row is not None  # a timeout alone needs state
+        timeout = step["timeout"] if step["act"] == "update" or keeps else None
+        call(value, timers, fired=fired, act=step["act"], timeout=timeout)
         recorded = None if value.row is None else value.row[-1]
         assert timers.registered == ([] if recorded is None else [recorded])
+        if timeout is not None:  # armed as asked (1 ms later at the very time that fired)
+            assert recorded == timeout + (timeout == fired)
         assert timers.warnings == [] and value.warnings == []
