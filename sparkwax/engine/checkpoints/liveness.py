@@ -56,7 +56,7 @@ from .format.paths import join_path
 from ...errors import CheckpointInUseError, ConfigError, SparkwaxError
 from ..deploy.session_confs import is_connect
 from ..spark_version import java_query
-from .storage import is_staging_of, storage_for
+from .storage import staging_micros, storage_for
 
 FILE = "sparkwax-live.json"
 BEAT_SECONDS = 2.0
@@ -65,6 +65,7 @@ STALE_SECONDS = 120.0
 SETTLE_TRIES = 40  # reads 50 ms apart while a record is being written (read_settled)
 
 SETTLE_SECONDS = 1.0  # a taker's record read back this long after a write not exclusive
+WRITING_SECONDS = 10.0  # a staging file begun longer ago is a write a kill cut short
 
 _HELD: Dict[str, "Lease"] = {}  # run id -> this process's leases
 _HELD_LOCK = threading.Lock()
@@ -105,11 +106,17 @@ def read_holder(store: Any, checkpoint: str) -> Optional[Holder]:
 
 def _being_written(store: Any, checkpoint: str) -> bool:
     """Whether a lease is writing its record now: the storage's staging file
-    (``.sparkwax-live.json.<µs>.tmp``) lies beside it. Hadoop's rename over a
-    file deletes the old one first on the local and ViewFS file systems, so
-    a reader then finds no record although one is held."""
-    return any(is_staging_of(entry.name, FILE)
-               for entry in store.list(checkpoint, hidden=True))
+    (``.sparkwax-live.json.<µs>.tmp``) lies beside it, begun less than
+    ``WRITING_SECONDS`` ago (an older one is a write that a kill cut short,
+    which made every later start wait out ``SETTLE_TRIES``). Hadoop's rename
+    over a file deletes the old one first on the local and ViewFS file
+    systems, so a reader then finds no record although one is held."""
+    now_us = wall_clock.time() * 1e6
+    for entry in store.list(checkpoint, hidden=True):
+        begun = staging_micros(entry.name, FILE)
+        if begun is not None and now_us - begun < WRITING_SECONDS * 1e6:
+            return True
+    return False
 
 
 def read_settled(store: Any, checkpoint: str, *, sleep: Callable[[float], None] = wall_clock.sleep,

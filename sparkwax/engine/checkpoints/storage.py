@@ -56,6 +56,21 @@ def is_staging_of(entry: str, name: str) -> bool:
     write of it under way, or one cut short)."""
     return entry.startswith(f".{name}.") and entry.endswith(".tmp")
 
+
+def staging_micros(entry: str, name: str) -> Optional[int]:
+    """When the temporary file ``entry`` of ``name`` was begun (epoch µs of
+    its writer's clock, from its name), or None when it is not one.
+
+    >>> staging_micros(".sparkwax-live.json.17.tmp", "sparkwax-live.json")
+    17
+    >>> staging_micros(".sparkwax-live.json.x.tmp", "sparkwax-live.json") is None
+    True
+    """
+    if not is_staging_of(entry, name):
+        return None
+    stamp = entry[len(name) + 2:-len(".tmp")]
+    return int(stamp) if stamp.isdigit() else None
+
 _HINTS = {
     ("s3", "s3a", "s3n"): "the hadoop-aws jar (and its AWS SDK bundle) matching Spark's "
                           "Hadoop version, e.g. --packages org.apache.hadoop:hadoop-aws:"
@@ -375,5 +390,5 @@ def _same_path(found: str, asked: str) -> bool:
     return found.rstrip("/").endswith(asked.rstrip("/").split(":", 1)[-1].lstrip("/"))
 
 
-__all__ = ["CLEARED_MARKER", "Created", "FileEntry", "HadoopStorage", "SparkStorage",
+__all__ = ["CLEARED_MARKER", "Created", "staging_micros", "FileEntry", "HadoopStorage", "SparkStorage",
            "filesystem_error", "join_path", "missing_filesystem_hint", "scheme_of", "storage_for"]

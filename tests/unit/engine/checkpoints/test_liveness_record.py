@@ -16,7 +16,7 @@ from sparkwax.errors import CheckpointInUseError
 from sparkwax.engine.checkpoints.storage import Created, FileEntry
 
 RECORD = json.dumps(asdict(Holder("query", "node-1", 4242, "run-9", 1)))
-STAGING = f".{FILE}.1700000000000000.tmp"
+STAGING = f".{FILE}.{int(time.time() * 1e6)}.tmp"  # a write begun now
 
 
 class Folder:
@@ -68,6 +68,16 @@ def test_a_renewal_paused_between_its_renames_is_found_a_moment_later():
     folder = Folder({}, plan=[{}, {FILE: RECORD}])
     slept = []
     assert read_settled(folder, "/ck", sleep=slept.append).run == "run-9"
+    assert slept == [0.02]
+
+
+def test_a_write_cut_short_long_ago_is_no_write_under_way():
+    """A staging file a kill -9 left behind (begun a minute ago) made every
+    later start read the folder 40 times, 2 s, before "nobody"."""
+    left = f".{FILE}.{int((time.time() - 60) * 1e6)}.tmp"
+    folder = Folder({left: RECORD})
+    slept = []
+    assert read_settled(folder, "/ck", sleep=slept.append) is None
     assert slept == [0.02]
 
 
