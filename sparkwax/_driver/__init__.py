@@ -57,7 +57,7 @@ and the plain, general and bounded routes it picks per key) and ``driver``
 from .driver import Driver
 from .order import sorted_keys
 from .results import (NO_CLOCKS, Activation, Activations, Clocks, Columns, EventTimes, KeyBatch,
-                      Restored)
+                      Restored, Seeded)
 
 __all__ = ["NO_CLOCKS", "Activation", "Activations", "Clocks", "Columns", "Driver", "EventTimes",
-           "KeyBatch", "Restored", "sorted_keys"]
+           "KeyBatch", "Restored", "Seeded", "sorted_keys"]

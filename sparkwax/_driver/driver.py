@@ -15,7 +15,8 @@ from ..errors import NO_VALUE, LogicError, short_repr
 from ..logic import Logic
 from ..step import Step
 from ..timers import EventTime
-from .results import NO_CLOCKS, Activation, Clocks, Columns, EventTimes, KeyBatch, Restored
+from .results import (NO_CLOCKS, Activation, Clocks, Columns, EventTimes, KeyBatch, Restored,
+                      Seeded)
 from .routes import Routes
 from .stages import Staged
 
@@ -135,12 +136,11 @@ class Driver(Routes):
         return Restored(blob, timer, deadline)
 
     def seed(self, key: Any, stored: bytes, now_ms: Optional[int] = None,
-             processing_ms: Optional[int] = None
-             ) -> Tuple[bytes, Optional[int], Optional[int], Optional[int]]:
+             processing_ms: Optional[int] = None) -> Seeded:
         """A seeded key's state before the first micro-batch (docs/semantics.md,
         "Seeding a step"): ``stored`` restored and committed as a restart
         does (``restore_check``), at the first batch's clock: ``(state,
-        timer, armed, deadline)``. ``armed`` is the timeout a host arms for
+        timer, armed, deadline)``, a ``Seeded``. ``armed`` is the timeout a host arms for
         the timer as if it had been committed before that batch (``timer -
         1``: Spark wakes a key once its clock is past it), so a seeded timer
         already due fires in the first batch, as after a restart. Its errors
@@ -151,8 +151,7 @@ class Driver(Routes):
             raise _from_seed(error) from error
 
     def _restored(self, key: Any, stored: bytes, now_ms: Optional[int],
-                  processing_ms: Optional[int]
-                  ) -> Tuple[bytes, Optional[int], Optional[int], Optional[int]]:
+                  processing_ms: Optional[int]) -> Seeded:
         """``seed``'s and ``restore_check``'s work."""
         token = set_clock(self._clock_at(now_ms, processing_ms))
         try:
@@ -160,7 +159,7 @@ class Driver(Routes):
             blob, timer, _, _, deadline = self._commit(key, logic, True, None, now_ms)
         finally:
             reset_clock(token)
-        return cast(bytes, blob), timer, None if timer is None else timer - 1, deadline
+        return Seeded(cast(bytes, blob), timer, None if timer is None else timer - 1, deadline)
 
 
 def _from_seed(error: LogicError) -> LogicError:

@@ -192,6 +192,15 @@ def _present(column: Optional[Sequence[Any]], count: int) -> Iterable[bool]:
     return map(is_not, column, repeat(None))
 
 
+class Seeded(NamedTuple):
+    """``Driver.seed``'s result: a seeded key's state as a restart commits it."""
+
+    state: bytes             # encode(snapshot()) of the logic built from the seed
+    timer: Optional[int]     # its notify_at() in epoch ms
+    armed: Optional[int]     # the timeout a host arms for it (timer - 1: fires once past)
+    deadline: Optional[int]  # its processing_notify_at() in epoch ms (logics with deadlines)
+
+
 class Restored(NamedTuple):
     """``Driver.restore_check``'s result: what a restart then a commit give."""
 

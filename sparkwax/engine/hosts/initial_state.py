@@ -69,7 +69,8 @@ def seed_key(host: Any, key_values: Tuple[Any, ...], frame: pd.DataFrame, state:
         raise ConfigError(f"step {host.driver.step_id!r}: the seed holds {len(rows)} snapshots "
                           f"for key {key!r}; a seed gives each key one")
     now_ms = host.driver.now_ms(state.getCurrentWatermarkMs, state.getCurrentProcessingTimeMs)
-    blob, timer, armed, _ = host.driver.seed(key, rows[0][1], now_ms)
+    seeded = host.driver.seed(key, rows[0][1], now_ms)
+    blob, timer, armed = seeded.state, seeded.timer, seeded.armed
     check_snapshot_size(host.driver.step_id, key, len(blob), host.max_snapshot_bytes)
     state.update((blob, timer))
     if armed is not None and host.timeout_conf != NO_TIMEOUT:
@@ -89,8 +90,8 @@ def seed_bucket(host: Any, frame: pd.DataFrame, state: Any) -> None:
     now_ms = host.driver.now_ms(state.getCurrentWatermarkMs, state.getCurrentProcessingTimeMs)
     seeded = [host.driver.seed(key, blob, now_ms) for key, blob in rows]
     bucket = Bucket.empty()
-    bucket.put_all(keys, [s[0] for s in seeded], [s[1] for s in seeded],
-                   [s[2] for s in seeded] if host.timeout_conf != NO_TIMEOUT else None)
+    bucket.put_all(keys, [s.state for s in seeded], [s.timer for s in seeded],
+                   [s.armed for s in seeded] if host.timeout_conf != NO_TIMEOUT else None)
     stored, earliest = host._write(state, bucket)
     if stored and earliest is not None and host.timeout_conf != NO_TIMEOUT:
         state.setTimeoutTimestamp(earliest)  # absolute, as for a key
