@@ -16,7 +16,9 @@ from sparkwax.errors import CheckpointInUseError
 from sparkwax.engine.checkpoints.storage import Created, FileEntry
 
 RECORD = json.dumps(asdict(Holder("query", "node-1", 4242, "run-9", 1)))
-STAGING = f".{FILE}.{int(time.time() * 1e6)}.tmp"  # a write begun now
+def staging(seconds_ago: float = 0.0) -> str:
+    """The staging file's name of a write begun ``seconds_ago`` (its writer's clock)."""
+    return f".{FILE}.{int((time.time() - seconds_ago) * 1e6)}.tmp"
 
 
 class Folder:
@@ -56,7 +58,7 @@ class Folder:
 
 def test_a_record_being_replaced_is_read_again_until_it_is_there():
     # Hadoop's rename over the record deletes it first: only the staging file is there
-    folder = Folder({}, plan=[{STAGING: RECORD}, {STAGING: RECORD}, {FILE: RECORD}])
+    folder = Folder({}, plan=[{staging(): RECORD}, {staging(): RECORD}, {FILE: RECORD}])
     slept = []
     holder = read_settled(folder, "/ck", sleep=slept.append)
     assert holder is not None and holder.run == "run-9"
@@ -74,8 +76,7 @@ def test_a_renewal_paused_between_its_renames_is_found_a_moment_later():
 def test_a_write_cut_short_long_ago_is_no_write_under_way():
     """A staging file a kill -9 left behind (begun a minute ago) made every
     later start read the folder 40 times, 2 s, before "nobody"."""
-    left = f".{FILE}.{int((time.time() - 60) * 1e6)}.tmp"
-    folder = Folder({left: RECORD})
+    folder = Folder({staging(seconds_ago=60): RECORD})
     slept = []
     assert read_settled(folder, "/ck", sleep=slept.append) is None
     assert slept == [0.02]
@@ -89,7 +90,7 @@ def test_no_record_and_no_write_under_way_is_nobody_after_one_more_look():
 
 
 def test_a_staging_file_left_behind_is_read_a_bounded_number_of_times():
-    folder = Folder({STAGING: RECORD})
+    folder = Folder({staging(): RECORD})
     assert read_settled(folder, "/ck", sleep=lambda s: None, tries=5) is None
     assert folder.reads == 1 + 5
 
