@@ -20,13 +20,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..checkpoints.format.files import STEPS_FILE
-from ...errors import ConfigError, SparkwaxError
+from ...errors import ConfigError
 from .catch_up import ONCE_CONF, asks_every_batch, bounded, stop_when_caught_up
 from ..checkpoints.diagnose import check_logs, read_steps
 from ..checkpoints.step_changes import FROZEN_CONFS, describe_changes, refusal
 from .progress import follow, stop_on_signals
 from .query import Query
-from .start_guard import guard_start, raced, spark_guard
+from .start_guard import as_race, guard_start
 from ..planning.following import start_confs, upstream_descriptions
 from ..checkpoints.batch_history import keep_batch_plan, log_files
 from ..checkpoints.format.metadata_logs import parse_offsets
@@ -126,9 +126,9 @@ def start(frame: DataFrame, *, checkpoint: str, path: Optional[str] = None, form
     except BaseException as error:
         if lease is not None:
             lease.release()
-        guard = None if isinstance(error, SparkwaxError) else spark_guard(error)
-        if guard is not None:
-            raise raced(checkpoint, guard) from None
+        race = as_race(error, checkpoint)
+        if race is not None:
+            raise race from None
         raise
     if lease is not None:
         started.lease = lease.keep_while(lambda: bool(started.spark_query.isActive))
@@ -192,13 +192,11 @@ class StartedQuery(Query):
         with super()._explained():
             try:
                 yield
-            except SparkwaxError:
-                raise
             except Exception as error:
-                guard = spark_guard(error)
-                if guard is None:
+                race = as_race(error, self._checkpoint)
+                if race is None:
                     raise
-                raise raced(self._checkpoint, guard) from None
+                raise race from None
 
 
 def _with_logged_partitions(store: Any, checkpoint: str, saved: Optional[Dict[str, Any]]

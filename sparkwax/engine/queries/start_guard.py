@@ -34,7 +34,7 @@ import signal
 import threading
 from typing import Any, Callable, Dict, Optional, ParamSpec, Tuple, TypeVar
 
-from ...errors import CheckpointInUseError
+from ...errors import CheckpointInUseError, SparkwaxError
 from ..checkpoints.first_run import clear_dead_first_run
 from ..deploy.session_confs import is_connect
 from .progress import handling_signals
@@ -159,6 +159,13 @@ def raced(checkpoint: str, guard: str) -> CheckpointInUseError:
         f"time: stop the other first, or run this one on another checkpoint")
 
 
+def as_race(error: BaseException, checkpoint: str) -> Optional[CheckpointInUseError]:
+    """``raced``'s error when ``error`` is Spark's guard against two queries
+    on ``checkpoint`` (not one sparkwax raised itself), else None."""
+    guard = None if isinstance(error, SparkwaxError) else spark_guard(error)
+    return None if guard is None else raced(checkpoint, guard)
+
+
 def _clear(frame: Any, checkpoint: Any) -> None:
     """Clear what a dead first run left in ``checkpoint`` (classic sessions)."""
     spark = getattr(frame, "sparkSession", None)
@@ -166,4 +173,5 @@ def _clear(frame: Any, checkpoint: Any) -> None:
         clear_dead_first_run(spark, checkpoint)
 
 
-__all__ = ["HeldSignals", "SPARK_GUARDS", "guard_start", "pass_on", "raced", "spark_guard"]
+__all__ = ["HeldSignals", "SPARK_GUARDS", "as_race", "guard_start", "pass_on", "raced",
+           "spark_guard"]
